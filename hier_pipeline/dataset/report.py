@@ -1,0 +1,56 @@
+"""What a load did, per table: rows read, accepted and quarantined by reason."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class TableReport:
+    table: str
+    source: str  # file relative to the dataset folder, or "implicit"
+    read: int
+    accepted: int
+    quarantined_by_reason: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def quarantined(self) -> int:
+        return sum(self.quarantined_by_reason.values())
+
+    @property
+    def reconciles(self) -> bool:
+        """Nothing was lost: every row read is either accepted or quarantined."""
+        return self.read == self.accepted + self.quarantined
+
+
+@dataclass
+class LoadReport:
+    dataset: str
+    database: Path
+    tables: dict[str, TableReport]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "dataset": self.dataset,
+            "database": str(self.database),
+            "tables": {
+                name: {**asdict(report), "quarantined": report.quarantined}
+                for name, report in self.tables.items()
+            },
+        }
+
+    def to_markdown(self) -> str:
+        lines = [
+            "| table | source | read | accepted | quarantined | reasons |",
+            "|---|---|---:|---:|---:|---|",
+        ]
+        for report in self.tables.values():
+            reasons = ", ".join(
+                f"{code}: {count}" for code, count in sorted(report.quarantined_by_reason.items())
+            )
+            lines.append(
+                f"| {report.table} | {report.source} | {report.read:,} | {report.accepted:,}"
+                f" | {report.quarantined:,} | {reasons or '-'} |"
+            )
+        return "\n".join(lines)

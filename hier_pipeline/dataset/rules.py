@@ -1,0 +1,162 @@
+"""Row rules: the SQL that gives each staged row either no reason (accepted) or the first reason
+it is quarantined for, with a message naming the table, column, row and value.
+
+Rules are checked in a fixed order, so a row that breaks several gets the first one; counts then
+reconcile exactly (read = accepted + quarantined).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from hier_pipeline.dataset.schema import INTEGER_TYPES, NUMERIC_TYPES
+from hier_pipeline.dataset.spec import TableSpec
+from hier_pipeline.dataset.sql import quote
+
+TEMPORAL_TYPES = ("TIMESTAMP", "DATE")
+
+
+@dataclass(frozen=True)
+class RowRule:
+    code: str  # short reason code, counted in reports
+    column: str  # the column at fault
+    condition: str  # SQL over alias `s` (the staged row) that is true when the row breaks the rule
+    detail: str  # SQL text expression: the human-readable message
+
+
+@dataclass(frozen=True)
+class ForeignKeyJoin:
+    column: str
+    target: str  # referenced table name
+    target_key: str
+    source: str  # SQL relation holding the referenced table's valid keys
+    alias: str
+    cast_to_text: bool  # the two key columns have different types
+
+
+def literal(text: str) -> str:
+    """A SQL string literal for `text` (quotes doubled)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def time_expression(table: TableSpec, column_type: str) -> str:
+    """SQL that turns the table's time column into a TIMESTAMP, NULL where it cannot."""
+    assert table.time is not None
+    column = f"s.{quote(table.time)}"
+    if table.time_unit is not None:
+        assert table.time_origin is not None
+        origin = literal(table.time_origin.isoformat(sep=" "))
+        step = {
+            "second": "to_seconds",
+            "minute": "to_minutes",
+            "hour": "to_hours",
+            "day": "to_days",
+            "week": "to_weeks",
+        }[table.time_unit]
+        return f"(CAST({origin} AS TIMESTAMP) + {step}(CAST({column} AS BIGINT) - 1))"
+    if column_type.startswith("TIMESTAMP WITH TIME ZONE"):
+        return f"CAST({column} AS TIMESTAMP)"
+    if column_type.startswith(TEMPORAL_TYPES):
+        return f"CAST({column} AS TIMESTAMP)"
+    return f"TRY_CAST(CAST({column} AS VARCHAR) AS TIMESTAMP)"
+
+
+def row_rules(
+    table: TableSpec,
+    columns: Mapping[str, str],
+    joins: list[ForeignKeyJoin],
+    time_min: datetime,
+    time_max: datetime,
+) -> list[RowRule]:
+    """The rules for one table, in the order they are checked."""
+    name = table.name
+    row = "'row ' || s.__row || ': '"
+    rules: list[RowRule] = []
+    if table.primary_key is not None:
+        key = f"s.{quote(table.primary_key)}"
+        where = literal(f"{name}.{table.primary_key}")
+        rules.append(
+            RowRule(
+                "null_primary_key",
+                table.primary_key,
+                f"{key} IS NULL",
+                f"{row} || {where} || ' is null'",
+            )
+        )
+        rules.append(
+            RowRule(
+                "duplicate_primary_key",
+                table.primary_key,
+                "s.__pk_rank > 1",
+                f"{row} || {where} || ' = ' || CAST({key} AS VARCHAR) || ' repeats (first at row ' || s.__pk_first || ')'",
+            )
+        )
+    if table.time is not None:
+        rules.extend(_time_rules(table, columns[table.time], row, time_min, time_max))
+    for column, kind in table.columns.items():
+        target = {"numeric": "DOUBLE", "timestamp": "TIMESTAMP"}.get(kind)
+        if target is None or (kind == "numeric" and columns[column] in NUMERIC_TYPES):
+            continue
+        value = f"s.{quote(column)}"
+        rules.append(
+            RowRule(
+                f"not_{kind}",
+                column,
+                f"{value} IS NOT NULL AND TRY_CAST({value} AS {target}) IS NULL",
+                f"{row} || {literal(f'{name}.{column} = ')} || CAST({value} AS VARCHAR) || {literal(f' is not {kind}')}",
+            )
+        )
+    for join in joins:
+        value = f"s.{quote(join.column)}"
+        rules.append(
+            RowRule(
+                "dangling_foreign_key",
+                join.column,
+                f"{value} IS NOT NULL AND {join.alias}.k IS NULL",
+                f"{row} || {literal(f'{name}.{join.column} = ')} || CAST({value} AS VARCHAR)"
+                f" || {literal(f' not found in {join.target}.{join.target_key}')}",
+            )
+        )
+    return rules
+
+
+def _time_rules(
+    table: TableSpec, column_type: str, row: str, time_min: datetime, time_max: datetime
+) -> list[RowRule]:
+    assert table.time is not None
+    raw = f"s.{quote(table.time)}"
+    parsed = time_expression(table, column_type)
+    where = literal(f"{table.name}.{table.time}")
+    rules = []
+    if table.primary_key is None:
+        # An event without a time cannot be placed before or after anything; an entity without one
+        # is taken as known from the start.
+        rules.append(
+            RowRule("missing_time", table.time, f"{raw} IS NULL", f"{row} || {where} || ' is null'")
+        )
+    rules.append(
+        RowRule(
+            "unparseable_time",
+            table.time,
+            f"{raw} IS NOT NULL AND {parsed} IS NULL",
+            f"{row} || {where} || ' = ' || CAST({raw} AS VARCHAR) || ' is not a time'",
+        )
+    )
+    low, high = literal(time_min.isoformat(sep=" ")), literal(time_max.isoformat(sep=" "))
+    rules.append(
+        RowRule(
+            "time_out_of_range",
+            table.time,
+            f"{parsed} < CAST({low} AS TIMESTAMP) OR {parsed} >= CAST({high} AS TIMESTAMP)",
+            f"{row} || {where} || ' = ' || CAST({parsed} AS VARCHAR) || ' is outside [' || {low} || ', ' || {high} || ')'",
+        )
+    )
+    return rules
+
+
+def needs_text_cast(left_type: str, right_type: str) -> bool:
+    """Keys of different types are compared as text (e.g. an integer id against a string id)."""
+    same_family = left_type in INTEGER_TYPES and right_type in INTEGER_TYPES
+    return left_type != right_type and not same_family

@@ -1,0 +1,143 @@
+"""Check a `DatasetSpec` against the files it names, before a single row is loaded.
+
+Opens each file only to read its column names and types, then checks that every column the
+description mentions exists, that time columns can be turned into timestamps, and that every
+`where` predicate binds to its table. Any failure raises `DatasetError`; nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import duckdb
+
+from hier_pipeline.dataset.errors import DatasetError
+from hier_pipeline.dataset.spec import DatasetSpec, EventView, TableSpec
+from hier_pipeline.dataset.sql import connect, predicate, quote, reader_sql
+
+RESERVED_PREFIX = "__"  # columns the loader adds (__row, __time)
+INTEGER_TYPES = {
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "HUGEINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+}
+NUMERIC_TYPES = INTEGER_TYPES | {"FLOAT", "DOUBLE", "REAL"}
+
+FileSchemas = Mapping[str, Mapping[str, str]]  # table -> column -> DuckDB type
+
+
+def read_schemas(
+    spec: DatasetSpec, connection: duckdb.DuckDBPyConnection
+) -> dict[str, dict[str, str]]:
+    """Column names and DuckDB types of every file table."""
+    schemas: dict[str, dict[str, str]] = {}
+    for table in spec.file_tables():
+        assert table.file is not None
+        relative = str(table.file.relative_to(spec.root))
+        if table.file.stat().st_size == 0:
+            raise DatasetError(
+                "the file is empty (not even a header)", file=relative, table=table.name
+            )
+        try:
+            rows = connection.execute(
+                f"DESCRIBE SELECT * FROM {reader_sql(table.file)}", [str(table.file)]
+            ).fetchall()
+        except duckdb.Error as error:
+            raise DatasetError(
+                f"cannot be read: {error}", file=relative, table=table.name
+            ) from error
+        schemas[table.name] = {str(row[0]): str(row[1]) for row in rows}
+    return schemas
+
+
+def check_against_files(spec: DatasetSpec, schemas: FileSchemas) -> None:
+    """Raise `DatasetError` for the first mismatch between the description and the files."""
+    for table in spec.file_tables():
+        columns = schemas[table.name]
+        relative = str(table.file.relative_to(spec.root)) if table.file else None
+        for column in columns:
+            if column.startswith(RESERVED_PREFIX):
+                raise DatasetError(
+                    f"column names starting with '{RESERVED_PREFIX}' are reserved for the loader",
+                    file=relative,
+                    table=table.name,
+                    column=column,
+                )
+        for column, field_name in table.referenced_columns().items():
+            if column not in columns:
+                raise DatasetError(
+                    f"{field_name} names a column the file does not have (it has {sorted(columns)})",
+                    file=relative,
+                    table=table.name,
+                    column=column,
+                )
+        _check_time_type(table, columns)
+    _check_implicit_key_types(spec, schemas)
+    for view in (*spec.funnel, *spec.negative_feedback):
+        _check_view(spec, view, schemas)
+
+
+def _check_time_type(table: TableSpec, columns: Mapping[str, str]) -> None:
+    if table.time is None:
+        return
+    column_type = columns[table.time]
+    if table.time_unit is not None:
+        if column_type not in INTEGER_TYPES:
+            raise DatasetError(
+                f"time_unit '{table.time_unit}' counts whole periods, so the column must hold"
+                f" integers, not {column_type}",
+                table=table.name,
+                column=table.time,
+            )
+    elif column_type in NUMERIC_TYPES:
+        raise DatasetError(
+            f"the time column is numeric ({column_type}): give time_unit and time_origin",
+            table=table.name,
+            column=table.time,
+        )
+
+
+def _check_implicit_key_types(spec: DatasetSpec, schemas: FileSchemas) -> None:
+    """An implicit table's ids come from the columns that reference it: they must be comparable."""
+    for table in spec.tables.values():
+        if not table.implicit:
+            continue
+        referrers = [(t, c) for t, c in spec.referrers(table.name) if not t.implicit]
+        if not referrers:
+            raise DatasetError(
+                "an implicit table needs at least one foreign key pointing at it", table=table.name
+            )
+
+
+def _check_view(spec: DatasetSpec, view: EventView, schemas: FileSchemas) -> None:
+    table = spec.tables[view.table]
+    if view.time != table.time:
+        raise DatasetError(
+            f"the event time must be the table's declared time column ('{table.time}'),"
+            " so that it is parsed and range-checked once",
+            table=view.table,
+            column=view.time,
+        )
+    if view.where is None:
+        return
+    expression = predicate(view.where, table=view.table)
+    sandbox = connect(memory_limit="256MB", threads=1)
+    try:
+        definition = ", ".join(
+            f"{quote(name)} {kind}" for name, kind in schemas[view.table].items()
+        )
+        sandbox.execute(f"CREATE TABLE shape ({definition})")
+        sandbox.execute("SET enable_external_access = false")
+        sandbox.table("shape").filter(expression).limit(0).fetchall()
+    except duckdb.Error as error:
+        raise DatasetError(
+            f"'where: {view.where}' does not apply: {error}", table=view.table
+        ) from error
+    finally:
+        sandbox.close()

@@ -1,0 +1,66 @@
+"""The only place where SQL text is assembled from names that come from a dataset.
+
+Identifiers are always double-quoted with embedded quotes doubled, file paths are bound as
+parameters, and `where` predicates are parsed as a single expression (never pasted as statements).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from hier_pipeline.dataset.errors import DatasetError
+
+
+def quote(identifier: str) -> str:
+    """A DuckDB identifier that means exactly `identifier`, whatever characters it holds."""
+    return '"' + identifier.replace('"', '""') + '"'
+
+
+def reader_sql(path: Path, *, rejects: str | None = None) -> str:
+    """`read_parquet(?)` or `read_csv(?, ...)` with the path bound as the first parameter.
+
+    For CSV, `rejects` names the tables where DuckDB keeps malformed lines (bad quoting, wrong
+    column count, bad UTF-8) instead of failing, so they can be quarantined. Without it (reading
+    only the schema), such lines are skipped so that they cannot hide the file's columns.
+    """
+    if path.suffix.lower() == ".parquet":
+        return "read_parquet(?)"
+    # A fixed dialect: the sniffer only infers types, so a malformed line cannot make it guess
+    # another delimiter for the whole file.
+    options = "header = true, delim = ',', quote = '\"', escape = '\"'"
+    if rejects is None:
+        options += ", ignore_errors = true"
+    else:
+        options += (
+            f", store_rejects = true, rejects_table = '{rejects}_errors',"
+            f" rejects_scan = '{rejects}_scans'"
+        )
+    return f"read_csv(?, {options})"
+
+
+def predicate(where: str, *, table: str) -> duckdb.Expression:
+    """Parse a `where` predicate as one SQL expression; a second statement cannot hide in it."""
+    try:
+        return duckdb.SQLExpression(where)
+    except duckdb.Error as error:
+        raise DatasetError(f"'where: {where}' does not parse: {error}", table=table) from error
+
+
+def connect(
+    memory_limit: str = "4GB", threads: int = 2, database: str = ":memory:"
+) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with bounded memory and threads, and UTC time."""
+    connection = duckdb.connect(database)
+    connection.execute("SET memory_limit = ?", [memory_limit])
+    connection.execute(f"SET threads = {int(threads)}")
+    connection.execute("SET TimeZone = 'UTC'")
+    return connection
+
+
+def count_rows(connection: duckdb.DuckDBPyConnection, relation: str) -> int:
+    """`SELECT count(*)` of a relation whose name the caller has already quoted."""
+    row = connection.execute(f"SELECT count(*) FROM {relation}").fetchone()
+    assert row is not None
+    return int(row[0])
