@@ -1,0 +1,38 @@
+"""Which database the pipeline learns from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from hier_pipeline.dataset import DatasetSpec, parse_dataset
+from hier_pipeline.dataset.source import SYNTHETIC, dataset_folder
+from hier_pipeline.paths import default_home
+
+
+class DatasetResource(dg.ConfigurableResource):
+    """The embedded synthetic world by default, or any folder that holds a dataset.yaml."""
+
+    source: str = Field(
+        default=SYNTHETIC,
+        description="'synthetic' for the embedded world with a planted interest hierarchy, or the"
+        " path of a folder holding dataset.yaml",
+    )
+    synthetic_scale: float = Field(
+        default=1.0, description="size of the synthetic world (1.0: ~2k users)"
+    )
+    synthetic_seed: int = Field(default=0, description="seed of the synthetic world")
+    cache_dir: str = Field(
+        default="", description="where the synthetic world is written; empty: $HIER_HOME/datasets"
+    )
+
+    def folder(self) -> Path:
+        cache = Path(self.cache_dir).resolve() if self.cache_dir else default_home() / "datasets"
+        return dataset_folder(
+            self.source, cache, scale=self.synthetic_scale, seed=self.synthetic_seed
+        )
+
+    def spec(self) -> DatasetSpec:
+        return parse_dataset(self.folder())

@@ -1,0 +1,23 @@
+"""Where outputs live on disk."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from hier_pipeline.paths import default_home
+
+
+class StorageResource(dg.ConfigurableResource):
+    """Root folder for every file the pipeline writes (DuckDB databases, tensors, checkpoints)."""
+
+    root: str = Field(default="", description="Output folder; empty means $HIER_HOME or ./.hier")
+
+    def path(self, *parts: str) -> Path:
+        """A path under the root, with its parent folder created."""
+        base = Path(self.root).resolve() if self.root else default_home()
+        target = base.joinpath(*parts)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return target

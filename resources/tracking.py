@@ -1,0 +1,40 @@
+"""MLflow, configured per environment; local default is a sqlite store under $HIER_HOME."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+
+import dagster as dg
+from pydantic import Field
+
+from hier_pipeline.paths import default_home
+from hier_pipeline.tracking import TrackedRun, tracked_run
+
+
+class MLflowResource(dg.ConfigurableResource):
+    """A configurable wrapper around MlflowClient (dagster-mlflow's resource is not configurable
+    and leaves runs RUNNING)."""
+
+    tracking_uri: str = Field(
+        default="", description="MLflow tracking URI; empty: sqlite under $HIER_HOME/mlflow"
+    )
+    experiment: str = Field(default="hier-pipeline", description="MLflow experiment name")
+    ui_url: str = Field(
+        default="http://127.0.0.1:5000", description="where `make mlflow` serves the UI"
+    )
+
+    def uri(self) -> str:
+        if self.tracking_uri:
+            return self.tracking_uri
+        folder = default_home() / "mlflow"
+        folder.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{folder / 'mlflow.db'}"
+
+    @contextmanager
+    def run(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[TrackedRun]:
+        with tracked_run(self.uri(), self.experiment, run_name, tags) as run:
+            yield run
+
+    def run_url(self, run: TrackedRun) -> str:
+        return f"{self.ui_url}/#/experiments/{run.experiment_id}/runs/{run.run_id}"

@@ -1,0 +1,51 @@
+"""`dagster asset materialize` against the real code location, with a persistent instance."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_dagster_cli_materialises_raw_tables_into_a_persistent_instance(
+    synthetic_world: Path, tmp_path: Path
+) -> None:
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
+    environment = {
+        **os.environ,
+        "DAGSTER_HOME": str(home),
+        "HIER_HOME": str(tmp_path / "hier"),
+        "HIER_DATASET": str(synthetic_world),
+    }
+    dagster = Path(sys.executable).with_name("dagster")
+    result = subprocess.run(
+        [
+            str(dagster),
+            "asset",
+            "materialize",
+            "--select",
+            "raw_tables",
+            "-m",
+            "assets.definitions",
+        ],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "hier" / "warehouse" / "synthetic_ads.duckdb").is_file()
+    with dg.DagsterInstance.from_config(str(home)) as instance:
+        event = instance.get_latest_materialization_event(dg.AssetKey("raw_tables"))
+        assert event is not None
+        assert event.asset_materialization is not None
+        assert event.asset_materialization.metadata["rows_quarantined"].value == 0

@@ -1,0 +1,34 @@
+"""MLflow runs on a real sqlite tracking store: metrics land, and runs always end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from resources import MLflowResource
+
+
+def test_run_logs_and_finishes(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    resource = MLflowResource(tracking_uri=uri, experiment="tests")
+    with resource.run("load", tags={"dataset": "tiny"}) as run:
+        run.log_params({"scale": 0.05})
+        run.log_metrics({"rows": 10}, step=0)
+        run.log_metrics({"rows": 12}, step=1)
+    client = MlflowClient(tracking_uri=uri)
+    stored = client.get_run(run.run_id)
+    assert stored.info.status == "FINISHED"
+    assert stored.data.params == {"scale": "0.05"}
+    assert [m.value for m in client.get_metric_history(run.run_id, "rows")] == [10, 12]
+    assert stored.data.tags["dataset"] == "tiny"
+    assert resource.run_url(run).endswith(f"/runs/{run.run_id}")
+
+
+def test_run_is_marked_failed_when_the_stage_raises(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    resource = MLflowResource(tracking_uri=uri, experiment="tests")
+    with pytest.raises(RuntimeError), resource.run("train") as run:
+        raise RuntimeError("boom")
+    assert MlflowClient(tracking_uri=uri).get_run(run.run_id).info.status == "FAILED"
