@@ -1,0 +1,111 @@
+"""EfficientNet-Lite0 image encoder: real photos classified sensibly, hostile files reported."""
+
+from __future__ import annotations
+
+import io
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+import sklearn.datasets
+from PIL import Image
+
+from hier_pipeline.content import (
+    ImageEncoder,
+    ImageEncoderConfig,
+    ImageError,
+    load_image,
+    read_image_file,
+)
+
+# sklearn ships two real photos. ImageNet-1k indices (the packages ship no label file):
+# 442 bell cote, 483 castle, 497 church, 538 dome, 663 monastery, 698 palace; 985 daisy.
+SAMPLE_IMAGES = Path(sklearn.datasets.__file__).parent / "images"
+TEMPLE_CLASSES = {442, 483, 497, 538, 663, 698}
+DAISY = 985
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A tiny valid PNG whose header claims width x height: a decompression bomb as the decoder
+    first sees it (a real one has highly compressible pixel data of that size behind it)."""
+    data = bytearray(_png(Image.new("1", (8, 8))))
+    data[16:24] = width.to_bytes(4, "big") + height.to_bytes(4, "big")  # IHDR width, height
+    data[29:33] = zlib.crc32(data[12:29]).to_bytes(4, "big")  # IHDR checksum
+    return bytes(data)
+
+
+@pytest.fixture(scope="module")
+def encoder() -> ImageEncoder:
+    return ImageEncoder(ImageEncoderConfig(batch_size=4))
+
+
+def test_temple_photo_gets_a_building_class(encoder: ImageEncoder) -> None:
+    top5 = encoder.classify((SAMPLE_IMAGES / "china.jpg").read_bytes())
+    assert top5[0][0] in TEMPLE_CLASSES
+    assert len(TEMPLE_CLASSES & {c for c, _ in top5}) >= 2
+
+
+def test_flower_photo_is_a_daisy(encoder: ImageEncoder) -> None:
+    top5 = encoder.classify((SAMPLE_IMAGES / "flower.jpg").read_bytes())
+    assert top5[0][0] == DAISY
+
+
+def test_features_are_1280d_unit_norm_and_deterministic(encoder: ImageEncoder) -> None:
+    photo = (SAMPLE_IMAGES / "china.jpg").read_bytes()
+    first = encoder.encode_items([photo, photo])
+    again = encoder.encode_items([photo])
+    assert first.vectors.shape == (2, 1280)
+    assert first.ok.all()
+    np.testing.assert_allclose(np.linalg.norm(first.vectors, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(first.vectors[0], again.vectors[0], atol=1e-6)
+
+
+def test_odd_modes_and_sizes_are_accepted(encoder: ImageEncoder) -> None:
+    cutout = Image.new("RGBA", (300, 120), (0, 0, 0, 0))
+    cutout.paste((200, 30, 30, 255), (100, 20, 200, 100))
+    items = [_png(cutout), _png(Image.new("L", (5, 7), 128)), _png(Image.new("P", (64, 64)))]
+    assert encoder.encode_items(items).ok.all()
+
+
+def test_hostile_files_are_reported_per_item_not_raised(encoder: ImageEncoder) -> None:
+    good = _png(Image.new("RGB", (64, 64), (10, 200, 10)))
+    jpeg = (SAMPLE_IMAGES / "flower.jpg").read_bytes()
+    bombs = [_png_claiming(20_000, 20_000), _png_claiming(8_000, 8_000)]  # over Pillow's / our cap
+    items = [good, b"name,price\nshoe,10\n", good[: len(good) // 2], jpeg[:2000], *bombs, b""]
+    names = ["good.png", "table.csv", "cut.png", "cut.jpg", "bomb.png", "big.png", "empty.png"]
+    result = encoder.encode_items(items, names)
+    assert result.ok.tolist() == [True] + [False] * 6
+    assert "over the 50000000 limit" in str(result.reasons[5])
+    assert result.reasons[0] is None
+    for name, reason in zip(names[1:], result.reasons[1:], strict=True):
+        assert reason is not None
+        assert reason.startswith(f"{name}: ")
+    assert not result.vectors[1:].any()
+    np.testing.assert_allclose(
+        result.vectors[0], encoder.encode_items([good]).vectors[0], atol=1e-6
+    )
+
+
+def test_pixel_limit_is_checked_before_decoding() -> None:
+    with pytest.raises(ImageError, match=r"big\.png: 200x200 pixels, over the 10000 limit"):
+        load_image(_png(Image.new("RGB", (200, 200))), "big.png", max_pixels=10_000)
+
+
+def test_single_image_helpers_raise_naming_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ImageError, match=r"notes\.txt: not an image file"):
+        load_image(b"just some text", "notes.txt")
+    with pytest.raises(ImageError, match=r"missing\.png: cannot read"):
+        read_image_file(tmp_path / "missing.png", max_bytes=1000)
+    with pytest.raises(ImageError, match="not a regular file"):
+        read_image_file(tmp_path, max_bytes=1000)
+    big = tmp_path / "big.png"
+    big.write_bytes(b"\0" * 2000)
+    with pytest.raises(ImageError, match="over the 1000-byte limit"):
+        read_image_file(big, max_bytes=1000)
