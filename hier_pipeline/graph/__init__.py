@@ -1,0 +1,28 @@
+"""Relational database -> heterogeneous temporal graph, its time split, storage and sampling."""
+
+from hier_pipeline.graph.artifact import GraphArtifact, foreign_key_counts
+from hier_pipeline.graph.build import (
+    NEVER,
+    GraphConfig,
+    GraphMetadata,
+    RelationalGraph,
+    build_graph,
+)
+from hier_pipeline.graph.split import TemporalSplit, crossing_edges, default_split, training_graph
+from hier_pipeline.graph.store import load_graph, save_graph
+
+__all__ = [
+    "NEVER",
+    "GraphArtifact",
+    "GraphConfig",
+    "GraphMetadata",
+    "RelationalGraph",
+    "TemporalSplit",
+    "build_graph",
+    "crossing_edges",
+    "default_split",
+    "foreign_key_counts",
+    "load_graph",
+    "save_graph",
+    "training_graph",
+]
