@@ -6,6 +6,8 @@ import os
 
 import dagster as dg
 
+from assets.content import content_embedding_checks, content_embeddings
+from assets.graph import relational_graph, relational_graph_checks
 from assets.ingest import raw_table_checks, raw_tables
 from resources import DatasetResource, MLflowResource, StorageResource
 
@@ -28,8 +30,8 @@ all_assets_job = dg.define_asset_job(
 )
 
 defs = dg.Definitions(
-    assets=[raw_tables],
-    asset_checks=[raw_table_checks],
+    assets=[raw_tables, relational_graph, content_embeddings],
+    asset_checks=[raw_table_checks, relational_graph_checks, content_embedding_checks],
     jobs=[all_assets_job],
     resources=RESOURCES_BY_ENV[os.environ.get("HIER_ENV", "local")],
 )

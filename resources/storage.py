@@ -16,8 +16,16 @@ class StorageResource(dg.ConfigurableResource):
     root: str = Field(default="", description="Output folder; empty means $HIER_HOME or ./.hier")
 
     def path(self, *parts: str) -> Path:
-        """A path under the root, with its parent folder created."""
-        base = Path(self.root).resolve() if self.root else default_home()
-        target = base.joinpath(*parts)
+        """A file path under the root, with its parent folder created."""
+        target = self._base().joinpath(*parts)
         target.parent.mkdir(parents=True, exist_ok=True)
         return target
+
+    def folder(self, *parts: str) -> Path:
+        """A folder under the root, created."""
+        target = self._base().joinpath(*parts)
+        target.mkdir(parents=True, exist_ok=True)
+        return target
+
+    def _base(self) -> Path:
+        return Path(self.root).resolve() if self.root else default_home()
