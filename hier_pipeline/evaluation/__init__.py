@@ -1,0 +1,1 @@
+"""Evaluation: full-ranking metrics (RelBench definitions), baselines and reports."""

@@ -1,0 +1,109 @@
+"""Training objectives: funnel-weighted link prediction and the primitive-usage regulariser.
+
+Users score items by inner product, s(u, i) = <u, i> / tau. Every funnel event (user, item, stage)
+is a positive; the deepest stage (e.g. purchase) is the target and weighs most, shallower stages
+(impression, click) are dense auxiliary signal that weighs less.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+
+def default_stage_weights(num_stages: int, ratio: float = 0.3) -> Tensor:
+    """w_s = ratio ** (S - 1 - s): the deepest stage weighs 1.0, each shallower one x `ratio`.
+
+    Shapes: output [S], float32, stages ordered shallow -> deep (as `GraphMetadata.stages`).
+    """
+    if num_stages < 1:
+        raise ValueError(f"num_stages must be >= 1, got {num_stages}")
+    return ratio ** torch.arange(num_stages - 1, -1, -1, dtype=torch.float32)
+
+
+def funnel_softmax_loss(
+    user: Tensor,
+    item: Tensor,
+    item_ids: Tensor,
+    stage: Tensor,
+    stage_weights: Tensor,
+    *,
+    random_negatives: Tensor | None = None,
+    hard_negatives: Tensor | None = None,
+    hard_negative_mask: Tensor | None = None,
+    temperature: float = 1.0,
+) -> Tensor:
+    """Stage-weighted sampled softmax over in-batch, random and explicit-feedback negatives.
+
+    For event b with user u_b and positive item i_b, the candidates are i_b, every other in-batch
+    item i_j whose id differs from i_b (an accidental duplicate of the positive is not a negative),
+    the shared random negatives r_m, and the user's "not interested" item n_b where present::
+
+        l_b = -log( exp s(u_b, i_b) / (exp s(u_b, i_b) + sum_{j: id_j != id_b} exp s(u_b, i_j)
+                                       + sum_m exp s(u_b, r_m) + [has n_b] exp s(u_b, n_b)) )
+        L   = (1 / B) sum_b w[stage_b] l_b
+
+    The mean is over B, not over the weights, so a batch of impressions counts less than one of
+    purchases. No logQ correction: popular items are over-represented as in-batch negatives.
+
+    Args:
+        temperature: tau. 1.0 scores raw inner products; use ~0.05-0.1 for unit-norm embeddings.
+
+    Shapes:
+        user, item: [B, d]; item_ids, stage: [B] long (stage in [0, S)); stage_weights: [S];
+        random_negatives: [M, d]; hard_negatives: [B, d]; hard_negative_mask: [B] bool
+        (default: all present). Output: scalar.
+    """
+    if bool((stage < 0).any()):
+        raise ValueError("every positive needs a funnel stage >= 0 (negative feedback is not one)")
+    scores = user @ item.T  # [B, B], the positive on the diagonal
+    duplicate = item_ids.unsqueeze(0) == item_ids.unsqueeze(1)
+    duplicate.fill_diagonal_(False)
+    columns = [scores.masked_fill(duplicate, -math.inf)]
+    if random_negatives is not None:
+        columns.append(user @ random_negatives.T)
+    if hard_negatives is not None:
+        hard = (user * hard_negatives).sum(dim=-1, keepdim=True)
+        if hard_negative_mask is not None:
+            hard = hard.masked_fill(~hard_negative_mask.unsqueeze(-1), -math.inf)
+        columns.append(hard)
+    logits = torch.cat(columns, dim=1) / temperature
+    target = torch.arange(len(user), device=user.device)
+    per_event = F.cross_entropy(logits, target, reduction="none")
+    return (stage_weights[stage] * per_event).mean()
+
+
+def bpr_loss(
+    user: Tensor, positive: Tensor, negative: Tensor, weight: Tensor | None = None
+) -> Tensor:
+    """Bayesian personalised ranking: L = mean_b w_b softplus(<u_b, n_b> - <u_b, p_b>).
+
+    softplus(-x) = -log sigmoid(x). Pass `weight = stage_weights[stage]` for funnel weighting.
+
+    Shapes: user, positive, negative: [B, d]; weight: [B] (default 1). Output: scalar.
+    """
+    margin = (user * positive).sum(dim=-1) - (user * negative).sum(dim=-1)
+    per_event = F.softplus(-margin)
+    if weight is not None:
+        per_event = weight * per_event
+    return per_event.mean()
+
+
+def primitive_usage_loss(assignments: Tensor, normalised: bool = False) -> Tensor:
+    """Negative entropy of the mean assignment, so that every primitive stays in use.
+
+    With p = mean_n assignments[n] (a distribution over K primitives)::
+
+        L = sum_k p_k log p_k = -H(p)          in [-log K, 0]; minimal when all are used equally
+        L_normalised = 1 - H(p) / log K        in [0, 1]; 0 = uniform use, 1 = one primitive
+
+    Shapes: assignments [N, K], rows summing to 1. Output: scalar.
+    """
+    mean = assignments.mean(dim=0)
+    negative_entropy = (mean * torch.log(mean.clamp_min(1e-12))).sum()
+    if not normalised:
+        return negative_entropy
+    return 1.0 + negative_entropy / math.log(assignments.size(1))
