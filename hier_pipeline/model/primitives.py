@@ -1,0 +1,120 @@
+"""K learned interest primitives: the global super-node tokens of the sparse long-range attention
+(O(N*K) instead of O(N^2)) and the prototypes that embeddings are softly assigned to."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch_geometric.utils import scatter, softmax
+
+
+class _Projections(nn.Module):
+    """Query, key, value and output maps of one multi-head cross-attention."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.value = nn.Linear(dim, dim)
+        self.out = nn.Linear(dim, dim)
+
+
+class InterestPrimitives(nn.Module):
+    r"""K learned primitive vectors :math:`P \in \mathbb{R}^{K \times dim}` in the node space.
+
+    :meth:`exchange` routes long-range information through the primitives in two multi-head
+    cross-attention steps, each with residual and LayerNorm. With nodes grouped by ``batch``
+    (:math:`b_i`, e.g. each node's root seed, so that disjoint temporal neighbourhoods never see
+    each other) and optional node weights :math:`w_i \ge 0`:
+
+    .. math::
+        P'_{b,k} = \mathrm{LN}\Big(P_k + W_o^g \big\Vert_h \sum_{i: b_i = b}
+            \mathrm{softmax}_i\Big(\frac{q(P_k)^h \cdot k(x_i)^h}{\sqrt{d_h}} + \log w_i\Big)
+            v(x_i)^h\Big)
+
+        x'_i = \mathrm{LN}\Big(x_i + W_o^r \big\Vert_h \sum_k
+            \mathrm{softmax}_k\Big(\frac{q(x_i)^h \cdot k(P'_{b_i,k})^h}{\sqrt{d_h}}\Big)
+            v(P'_{b_i,k})^h\Big)
+
+    Both attention maps are [N, K, heads]: time and memory O(N K dim), never N x N.
+
+    :meth:`logits` and :meth:`assign` compare embeddings with the base primitives by cosine
+    similarity: :math:`\ell_{ik} = \cos(z_i, P_k) / \tau`, :math:`a_{ik} = \mathrm{softmax}_k
+    (\ell_{ik})`.
+
+    The primitives start orthogonal (when ``K <= dim``) and of unit norm, so they start spread out.
+
+    Args:
+        num_primitives (int): K.
+        dim (int): Node embedding size; must be divisible by ``heads``.
+        heads (int): Attention heads of :meth:`exchange`. (default: ``4``)
+        dropout (float): Dropout on the attention weights of :meth:`exchange`. (default: ``0.0``)
+
+    Shapes:
+        - :meth:`exchange`: ``x`` [N, dim], ``batch`` [N] (int, groups ``0 .. B - 1``),
+          ``weights`` [N] -> ``x'`` [N, dim] and ``P'`` [K, dim] ([B, K, dim] when ``batch``
+          is given)
+        - :meth:`logits`, :meth:`assign`: ``z`` [N, dim] -> [N, K]
+    """
+
+    def __init__(self, num_primitives: int, dim: int, heads: int = 4, dropout: float = 0.0) -> None:
+        super().__init__()
+        if dim % heads:
+            raise ValueError(f"dim ({dim}) must be divisible by heads ({heads})")
+        self.num_primitives, self.dim, self.heads = num_primitives, dim, heads
+        self.head_dim = dim // heads
+        primitives = nn.init.orthogonal_(torch.empty(num_primitives, dim))
+        self.primitives = nn.Parameter(F.normalize(primitives, dim=-1))
+        self.gather = _Projections(dim)
+        self.gather_norm = nn.LayerNorm(dim)
+        self.read = _Projections(dim)
+        self.read_norm = nn.LayerNorm(dim)
+        self.dropout = nn.Dropout(dropout)
+
+    def exchange(
+        self, x: Tensor, batch: Tensor | None = None, weights: Tensor | None = None
+    ) -> tuple[Tensor, Tensor]:
+        """Primitives gather from the nodes of each group, then every node reads its group's
+        updated primitives. ``weights`` (e.g. a 0/1 mask as floats) scale each node's say in the
+        gathering; a group whose weights are all zero gathers as if unweighted.
+
+        Shapes: see the class.
+        """
+        num_nodes, num_primitives = x.size(0), self.num_primitives
+        heads, head_dim = self.heads, self.head_dim
+        group = x.new_zeros(num_nodes, dtype=torch.long) if batch is None else batch
+        num_groups = 1 if batch is None or num_nodes == 0 else int(batch.max()) + 1
+        scale = math.sqrt(head_dim)
+
+        query = self.gather.query(self.primitives).view(num_primitives, heads, head_dim)
+        key = self.gather.key(x).view(num_nodes, heads, head_dim)
+        value = self.gather.value(x).view(num_nodes, heads, head_dim)
+        logits = torch.einsum("khd,nhd->nkh", query, key) / scale
+        if weights is not None:
+            tiny = torch.finfo(logits.dtype).tiny
+            logits = logits + weights.to(logits.dtype).clamp_min(tiny).log().view(-1, 1, 1)
+        alpha = self.dropout(softmax(logits, group, num_nodes=num_groups, dim=0))
+        pooled = scatter(
+            alpha.unsqueeze(-1) * value.unsqueeze(1), group, dim=0, dim_size=num_groups
+        ).reshape(num_groups, num_primitives, self.dim)
+        primitives = self.gather_norm(self.primitives + self.gather.out(pooled))
+
+        query = self.read.query(x).view(num_nodes, heads, head_dim)
+        key = self.read.key(primitives).view(num_groups, num_primitives, heads, head_dim)
+        value = self.read.value(primitives).view(num_groups, num_primitives, heads, head_dim)
+        logits = torch.einsum("nhd,nkhd->nkh", query, key[group]) / scale
+        alpha = self.dropout(logits.softmax(dim=1))
+        read = torch.einsum("nkh,nkhd->nhd", alpha, value[group]).reshape(num_nodes, self.dim)
+        nodes = self.read_norm(x + self.read.out(read))
+        return nodes, primitives[0] if batch is None else primitives
+
+    def logits(self, z: Tensor, temperature: float = 0.1) -> Tensor:
+        """Cosine similarity to each base primitive over ``temperature``. Shapes: [N, dim] -> [N, K]."""
+        return F.normalize(z, dim=-1) @ F.normalize(self.primitives, dim=-1).T / temperature
+
+    def assign(self, z: Tensor, temperature: float = 0.1) -> Tensor:
+        """Soft assignments over the K primitives (rows sum to 1). Shapes: [N, dim] -> [N, K]."""
+        return self.logits(z, temperature).softmax(dim=-1)
