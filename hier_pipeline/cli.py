@@ -68,15 +68,25 @@ def _generate(arguments: argparse.Namespace) -> int:
 
 
 def _where(arguments: argparse.Namespace) -> int:
+    """The outputs on disk, stage by stage, and how to open the UIs."""
     home = default_home()
+    print(f"pipeline outputs under {home}:")
+    for stage, pattern in (
+        ("raw tables", "warehouse/*.duckdb"),
+        ("graphs", "graphs/*.pt"),
+        ("content", "content/*.pt"),
+    ):
+        files = sorted(home.glob(pattern))
+        listed = ", ".join(
+            f"{f.relative_to(home)} ({f.stat().st_size / 1e6:.1f} MB)" for f in files
+        )
+        print(f"  {stage:<11} {listed or '(not materialised yet)'}")
     print(
         "\n".join(
             [
-                f"pipeline outputs:  {home}",
-                f"raw tables (DuckDB): {home / 'warehouse'}",
-                "Dagster UI:        make dev     -> http://127.0.0.1:3000",
-                "MLflow UI:         make mlflow  -> http://127.0.0.1:5000",
-                "command line:      .venv/bin/hier --help",
+                "Dagster UI:   make dev     -> http://127.0.0.1:3000 (asset graph, metadata, check results)",
+                "MLflow UI:    make mlflow  -> http://127.0.0.1:5000",
+                "validate a dataset folder:  .venv/bin/hier validate DATASET_DIR",
             ]
         )
     )

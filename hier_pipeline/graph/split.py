@@ -42,12 +42,12 @@ def default_split(
 
 
 def training_graph(graph: RelationalGraph, split: TemporalSplit) -> HeteroData:
-    """Only nodes and edges known before t1. Each node type keeps `n_id`, its index in the full graph."""
+    """Only nodes and edges known before t1. Each node type keeps `global_id`, its index in the full graph (`n_id` is left to samplers)."""
     data = graph.data
     keep = {node_type: data[node_type].time < split.t1 for node_type in data.node_types}
     subgraph = data.subgraph(keep)
     for node_type in data.node_types:
-        subgraph[node_type].n_id = keep[node_type].nonzero().flatten()
+        subgraph[node_type].global_id = keep[node_type].nonzero().flatten()
     for edge_type in subgraph.edge_types:
         store = subgraph[edge_type]
         early = store.edge_time < split.t1

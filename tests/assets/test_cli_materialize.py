@@ -44,6 +44,15 @@ def test_dagster_cli_materialises_raw_tables_into_a_persistent_instance(
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "hier" / "warehouse" / "synthetic_ads.duckdb").is_file()
+    where = subprocess.run(
+        [str(dagster.with_name("hier")), "where"],
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "warehouse/synthetic_ads.duckdb" in where.stdout
+    assert "graphs      (not materialised yet)" in where.stdout
     with dg.DagsterInstance.from_config(str(home)) as instance:
         event = instance.get_latest_materialization_event(dg.AssetKey("raw_tables"))
         assert event is not None

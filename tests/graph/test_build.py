@@ -132,7 +132,7 @@ def test_training_graph_holds_nothing_from_after_t1(synthetic_world: Path, tmp_p
     products = graph.data["products"]
     cold = (products.time >= split.t1).nonzero().flatten()
     assert cold.numel() > 0
-    assert not set(cold.tolist()) & set(train["products"].n_id.tolist())
+    assert not set(cold.tolist()) & set(train["products"].global_id.tolist())
     engaged = train[graph.metadata.engaged]
     assert engaged.edge_index[0].max() < train["users"].num_nodes
     assert engaged.edge_index[1].max() < train["products"].num_nodes

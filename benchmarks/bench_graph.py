@@ -1,0 +1,103 @@
+"""Graph build time and peak memory on a loaded dataset, against reading the same key columns.
+
+    .venv/bin/python benchmarks/bench_graph.py [DATASET_DIR]
+
+Defaults to ../shared/datasets/completejourney. Loads the dataset once (not timed here; see
+bench_load.py), then in fresh child processes: the baseline fetches every primary/foreign key and
+time column from DuckDB into numpy (the I/O no graph build can avoid), and the build turns the
+database into a HeteroData with features, edges, engagements, and saves it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import resource
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "completejourney"
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def _fetch_keys(folder: str, database: str) -> dict[str, Any]:
+    import duckdb
+
+    from hier_pipeline.dataset import parse_dataset
+    from hier_pipeline.dataset.sql import quote
+
+    spec = parse_dataset(folder)
+    values = 0
+    with duckdb.connect(database, read_only=True) as connection:
+        for table in spec.tables.values():
+            columns = [c for c in (table.primary_key, *table.foreign_keys) if c] + (["__time"] if table.time else [])
+            if columns:
+                fetched = connection.execute(f"SELECT {', '.join(quote(c) for c in columns)} FROM raw.{quote(table.name)}").fetchnumpy()
+                values += sum(len(v) for v in fetched.values())
+    return {"values": values}
+
+
+def _build(folder: str, database: str) -> dict[str, Any]:
+    from hier_pipeline.dataset import parse_dataset
+    from hier_pipeline.graph import build_graph, save_graph
+
+    graph = build_graph(parse_dataset(folder), Path(database))
+    started = time.perf_counter()
+    save_graph(graph, Path(database).with_suffix(".pt"))
+    data = graph.data
+    return {
+        "nodes": int(sum(data[t].num_nodes for t in data.node_types)),
+        "edges": int(sum(data[t].edge_index.shape[1] for t in data.edge_types)),
+        "save_s": round(time.perf_counter() - started, 2),
+    }
+
+
+def _measured(step: str, folder: str, database: str, queue: Any) -> None:
+    started = time.perf_counter()
+    result = {"build": _build, "baseline": _fetch_keys}[step](folder, database)
+    result["wall_s"] = round(time.perf_counter() - started, 2)
+    result["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)
+    queue.put(result)
+
+
+def measure(step: str, folder: Path, database: Path) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=_measured, args=(step, str(folder), str(database), queue))
+    process.start()
+    result: dict[str, Any] = queue.get()
+    process.join()
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
+    arguments = parser.parse_args()
+    from hier_pipeline.dataset import load_dataset, parse_dataset
+
+    with tempfile.TemporaryDirectory(prefix="bench-graph-") as scratch:
+        database = Path(scratch) / "loaded.duckdb"
+        load_dataset(parse_dataset(arguments.dataset), database)
+        baseline = measure("baseline", arguments.dataset, database)
+        build = measure("build", arguments.dataset, database)
+    results = {
+        "dataset": str(arguments.dataset),
+        "baseline_fetch_keys": baseline,
+        "graph_build": build,
+        "build_over_baseline_wall": round(build["wall_s"] / max(baseline["wall_s"], 1e-9), 2),
+        "nodes_plus_edges_per_s": round((build["nodes"] + build["edges"]) / build["wall_s"]),
+    }
+    print(json.dumps(results, indent=2))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "graph.json").write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
