@@ -35,9 +35,13 @@ def _fetch_keys(folder: str, database: str) -> dict[str, Any]:
     values = 0
     with duckdb.connect(database, read_only=True) as connection:
         for table in spec.tables.values():
-            columns = [c for c in (table.primary_key, *table.foreign_keys) if c] + (["__time"] if table.time else [])
+            columns = [c for c in (table.primary_key, *table.foreign_keys) if c] + (
+                ["__time"] if table.time else []
+            )
             if columns:
-                fetched = connection.execute(f"SELECT {', '.join(quote(c) for c in columns)} FROM raw.{quote(table.name)}").fetchnumpy()
+                fetched = connection.execute(
+                    f"SELECT {', '.join(quote(c) for c in columns)} FROM raw.{quote(table.name)}"
+                ).fetchnumpy()
                 values += sum(len(v) for v in fetched.values())
     return {"values": values}
 
