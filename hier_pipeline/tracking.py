@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 from mlflow.tracking import MlflowClient
 
@@ -24,11 +25,19 @@ class TrackedRun:
             self.client.log_param(self.run_id, key, str(value))
 
     def log_metrics(self, metrics: Mapping[str, float], step: int | None = None) -> None:
+        """MLflow forbids '@' in names: `map@10` is logged as `map_at_10`."""
         for key, value in metrics.items():
-            self.client.log_metric(self.run_id, key, float(value), step=step)
+            self.client.log_metric(self.run_id, metric_name(key), float(value), step=step)
 
     def log_text(self, text: str, artifact_file: str) -> None:
         self.client.log_text(self.run_id, text, artifact_file)
+
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        self.client.log_artifact(self.run_id, str(path), folder)
+
+
+def metric_name(key: str) -> str:
+    return key.replace("@", "_at_")
 
 
 def experiment_id(client: MlflowClient, name: str) -> str:

@@ -8,7 +8,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch_geometric.utils import scatter, softmax
+from torch_geometric.utils import to_dense_batch
 
 
 class _Projections(nn.Module):
@@ -39,7 +39,8 @@ class InterestPrimitives(nn.Module):
             \mathrm{softmax}_k\Big(\frac{q(x_i)^h \cdot k(P'_{b_i,k})^h}{\sqrt{d_h}}\Big)
             v(P'_{b_i,k})^h\Big)
 
-    Both attention maps are [N, K, heads]: time and memory O(N K dim), never N x N.
+    Both attention maps are [G, M, K, heads] (G groups padded to the largest, M nodes): time
+    O(N K dim), memory O(G M K heads), never N x N.
 
     :meth:`logits` and :meth:`assign` compare embeddings with the base primitives by cosine
     similarity: :math:`\ell_{ik} = \cos(z_i, P_k) / \tau`, :math:`a_{ik} = \mathrm{softmax}_k
@@ -88,27 +89,36 @@ class InterestPrimitives(nn.Module):
         group = x.new_zeros(num_nodes, dtype=torch.long) if batch is None else batch
         num_groups = 1 if batch is None or num_nodes == 0 else int(batch.max()) + 1
         scale = math.sqrt(head_dim)
+        # Dense per-group layout [G, M, ...] (M = largest group): both steps become batched matrix
+        # products over [G, M, K] maps, never [N, K, dim] temporaries and never N x N.
+        order = torch.argsort(group, stable=True)
+        dense, mask = to_dense_batch(x[order], group[order], batch_size=num_groups)
+        groups, width = dense.shape[:2]
 
         query = self.gather.query(self.primitives).view(num_primitives, heads, head_dim)
-        key = self.gather.key(x).view(num_nodes, heads, head_dim)
-        value = self.gather.value(x).view(num_nodes, heads, head_dim)
-        logits = torch.einsum("khd,nhd->nkh", query, key) / scale
+        key = self.gather.key(dense).view(groups, width, heads, head_dim)
+        value = self.gather.value(dense).view(groups, width, heads, head_dim)
+        logits = torch.einsum("khd,gmhd->gkhm", query, key) / scale
         if weights is not None:
             tiny = torch.finfo(logits.dtype).tiny
-            logits = logits + weights.to(logits.dtype).clamp_min(tiny).log().view(-1, 1, 1)
-        alpha = self.dropout(softmax(logits, group, num_nodes=num_groups, dim=0))
-        pooled = scatter(
-            alpha.unsqueeze(-1) * value.unsqueeze(1), group, dim=0, dim_size=num_groups
-        ).reshape(num_groups, num_primitives, self.dim)
+            weight, _ = to_dense_batch(
+                weights[order].to(logits.dtype), group[order], fill_value=1.0, batch_size=num_groups
+            )
+            logits = logits + weight.clamp_min(tiny).log().view(groups, 1, 1, width)
+        logits = logits.masked_fill(~mask.view(groups, 1, 1, width), float("-inf"))
+        alpha = self.dropout(logits.softmax(dim=-1).nan_to_num(0.0))
+        pooled = torch.einsum("gkhm,gmhd->gkhd", alpha, value).reshape(
+            groups, num_primitives, self.dim
+        )
         primitives = self.gather_norm(self.primitives + self.gather.out(pooled))
 
-        query = self.read.query(x).view(num_nodes, heads, head_dim)
-        key = self.read.key(primitives).view(num_groups, num_primitives, heads, head_dim)
-        value = self.read.value(primitives).view(num_groups, num_primitives, heads, head_dim)
-        logits = torch.einsum("nhd,nkhd->nkh", query, key[group]) / scale
-        alpha = self.dropout(logits.softmax(dim=1))
-        read = torch.einsum("nkh,nkhd->nhd", alpha, value[group]).reshape(num_nodes, self.dim)
-        nodes = self.read_norm(x + self.read.out(read))
+        query = self.read.query(dense).view(groups, width, heads, head_dim)
+        key = self.read.key(primitives).view(groups, num_primitives, heads, head_dim)
+        value = self.read.value(primitives).view(groups, num_primitives, heads, head_dim)
+        alpha = self.dropout((torch.einsum("gmhd,gkhd->gmhk", query, key) / scale).softmax(dim=-1))
+        read = torch.einsum("gmhk,gkhd->gmhd", alpha, value).reshape(groups, width, self.dim)[mask]
+        nodes = torch.empty_like(x)
+        nodes[order] = self.read_norm(x[order] + self.read.out(read))
         return nodes, primitives[0] if batch is None else primitives
 
     def logits(self, z: Tensor, temperature: float = 0.1) -> Tensor:

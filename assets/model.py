@@ -1,0 +1,264 @@
+"""Stage 3, model: the trained interest model and the universal entity embeddings it infers."""
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import dagster as dg
+from pydantic import Field
+
+from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.graph import GraphArtifact
+from hier_pipeline.model.artifact import ModelArtifact
+from hier_pipeline.model.embeddings import EmbeddingArtifact
+from resources import DatasetResource, MLflowResource, StorageResource
+
+if TYPE_CHECKING:
+    from hier_pipeline.model.train import TrainConfig
+
+GROUP = "model"
+
+
+class TrainingConfig(dg.Config):
+    """Launchpad knobs of a training run (the rest keeps the defaults of `TrainConfig`)."""
+
+    epochs: int = Field(
+        default=8, description="maximum epochs (early stopping on validation MAP@10)"
+    )
+    steps_per_epoch: int = Field(default=60, description="optimisation steps per epoch")
+    batch_size: int = Field(default=128, description="funnel positives per step")
+    dim: int = Field(default=64, description="embedding width")
+    layers: int = Field(default=2, description="graph-transformer layers")
+    num_primitives: int = Field(default=32, description="K, the global interest primitives")
+    use_attention_biases: bool = Field(
+        default=True, description="ablation: all five attention bias terms"
+    )
+    use_primitives: bool = Field(
+        default=True, description="ablation: the global primitive exchange"
+    )
+    use_distillation: bool = Field(
+        default=True, description="ablation: content <-> behaviour distillation"
+    )
+    seed: int = Field(default=0, description="seed of initialisation and sampling")
+
+    def to_core(self) -> "TrainConfig":
+        # Imported here: torch-heavy modules would slow every code-location load.
+        from hier_pipeline.model.attention import AttentionConfig
+        from hier_pipeline.model.network import ModelConfig
+        from hier_pipeline.model.train import TrainConfig
+
+        biases = self.use_attention_biases
+        attention = AttentionConfig(
+            use_relation_bias=biases,
+            use_stage_bias=biases,
+            use_recency_bias=biases,
+            use_hop_bias=biases,
+            use_popularity_correction=biases,
+        )
+        model = ModelConfig(
+            dim=self.dim,
+            layers=self.layers,
+            num_primitives=self.num_primitives,
+            use_primitives=self.use_primitives,
+            attention=attention,
+        )
+        return TrainConfig(
+            model=model,
+            epochs=self.epochs,
+            steps_per_epoch=self.steps_per_epoch,
+            batch_size=self.batch_size,
+            use_distillation=self.use_distillation,
+            seed=self.seed,
+        )
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, owners=["team:hier-pipeline"])
+def interest_model(
+    context: dg.AssetExecutionContext,
+    config: TrainingConfig,
+    dataset: DatasetResource,
+    storage: StorageResource,
+    mlflow: MLflowResource,
+    relational_graph: GraphArtifact,
+    content_embeddings: ContentArtifact,
+) -> dg.Output[ModelArtifact]:
+    """The graph transformer trained on the funnel events before t1 (deepest stage as the target),
+    early-stopped on validation MAP@10 in [t1, t2). Every epoch is logged to MLflow and
+    checkpointed; a killed run resumes from its last checkpoint when re-materialised."""
+    from dataclasses import asdict
+
+    from hier_pipeline.evaluation.baselines import popularity_metrics
+    from hier_pipeline.evaluation.window import target_window
+    from hier_pipeline.model.artifact import save_model
+    from hier_pipeline.model.train import train_model
+
+    spec = dataset.spec()
+    core = config.to_core()
+    graph, content = relational_graph.load(), content_embeddings.load()
+    split = relational_graph.split
+    with mlflow.run(
+        "interest_model", tags={"dataset": spec.name, "stage": "interest_model"}
+    ) as run:
+        run.log_params(_flatten(asdict(core)))
+        result = train_model(
+            graph,
+            content,
+            split,
+            core,
+            run,
+            storage.folder("checkpoints", spec.name, run.run_id),
+            context.log.info,
+        )
+        window = target_window(graph, split.t1, split.t2, core.max_eval_users, core.seed)
+        popularity = popularity_metrics(graph, window, split.t1, core.eval_k)
+        best = result.history[result.best_epoch]
+        run.log_metrics({f"baseline/popularity/{k}": v for k, v in popularity.items()})
+        path = storage.path("models", f"{spec.name}.pt")
+        save_model(result.model, path)
+        run.log_artifact(path, "model")
+    metrics = {k: v for k, v in best.items() if k.startswith("val/")}
+    history = (
+        "| epoch | total loss | val MAP@10 | val recall@10 | seconds |\n|---:|---:|---:|---:|---:|\n"
+        + "\n".join(
+            f"| {i + 1} | {h['loss/total']:.4f} | {h['val/map@10']:.4f} | {h['val/recall@10']:.4f} | {h['time/epoch_seconds']:.1f} |"
+            for i, h in enumerate(result.history)
+        )
+    )
+    return dg.Output(
+        ModelArtifact(
+            path,
+            result.best_epoch,
+            metrics,
+            result.history,
+            {f"popularity/{k}": v for k, v in popularity.items()},
+            run.run_id,
+        ),
+        metadata={
+            "path": dg.MetadataValue.path(str(path)),
+            "mlflow_run": dg.MetadataValue.url(mlflow.run_url(run)),
+            "best_epoch": result.best_epoch + 1,
+            "val_map@10": round(metrics["val/map@10"], 4),
+            "popularity_map@10": round(popularity["map@10"], 4),
+            "first_epoch_loss": round(result.history[0]["loss/total"], 4),
+            "last_epoch_loss": round(result.history[-1]["loss/total"], 4),
+            "history": dg.MetadataValue.md(history),
+        },
+    )
+
+
+def _flatten(values: dict[str, object], prefix: str = "") -> dict[str, object]:
+    flat: dict[str, object] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch"}, owners=["team:hier-pipeline"])
+def entity_embeddings(
+    context: dg.AssetExecutionContext,
+    config: TrainingConfig,
+    dataset: DatasetResource,
+    storage: StorageResource,
+    relational_graph: GraphArtifact,
+    content_embeddings: ContentArtifact,
+    interest_model: ModelArtifact,
+) -> dg.Output[EmbeddingArtifact]:
+    """Unit-norm embeddings of every user, advertiser and item in one space, inferred as of the end
+    of the data: entities never seen in training (cold start) are embedded from their content and
+    whatever neighbourhood they have, without retraining."""
+    from hier_pipeline.model.embeddings import embed_entities
+
+    spec = dataset.spec()
+    graph, content = relational_graph.load(), content_embeddings.load()
+    model = interest_model.load(graph, content)
+    artifact = embed_entities(
+        model,
+        graph,
+        content,
+        storage.path("embeddings", f"{spec.name}.pt"),
+        config.to_core().fanouts,
+    )
+    context.log.info("embedded %s", artifact.counts)
+    return dg.Output(
+        artifact,
+        metadata={
+            "path": dg.MetadataValue.path(str(artifact.path)),
+            "as_of": dg.MetadataValue.timestamp(float(artifact.as_of)),
+            "entities": dg.MetadataValue.json(artifact.counts),
+        },
+    )
+
+
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(
+            "training_loss_decreased",
+            asset="interest_model",
+            blocking=True,
+            description="The last epoch's loss is below the first's.",
+        ),
+        dg.AssetCheckSpec(
+            "beats_popularity",
+            asset="interest_model",
+            description="Validation MAP@10 above the popularity baseline's.",
+        ),
+    ],
+    ins={"interest_model": dg.AssetIn("interest_model")},
+)
+def interest_model_checks(interest_model: ModelArtifact) -> Iterator[dg.AssetCheckResult]:
+    first, last = interest_model.history[0]["loss/total"], interest_model.history[-1]["loss/total"]
+    yield dg.AssetCheckResult(
+        check_name="training_loss_decreased",
+        passed=last < first,
+        metadata={"first": first, "last": last},
+    )
+    ours, popularity = (
+        interest_model.metrics["val/map@10"],
+        interest_model.baselines["popularity/map@10"],
+    )
+    yield dg.AssetCheckResult(
+        check_name="beats_popularity",
+        passed=ours > popularity,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"model_map@10": ours, "popularity_map@10": popularity},
+    )
+
+
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(
+            "no_nan",
+            asset="entity_embeddings",
+            blocking=True,
+            description="Every embedding is finite and unit length.",
+        ),
+        dg.AssetCheckSpec(
+            "every_primitive_used",
+            asset="entity_embeddings",
+            description="Each primitive is the nearest one for some entity.",
+        ),
+    ],
+    ins={"entity_embeddings": dg.AssetIn("entity_embeddings")},
+)
+def entity_embedding_checks(entity_embeddings: EmbeddingArtifact) -> Iterator[dg.AssetCheckResult]:
+    from hier_pipeline.model.embeddings import primitive_usage
+
+    vectors = entity_embeddings.load()
+    bad = {
+        t: int((~v.isfinite().all(dim=1) | ((v.norm(dim=1) - 1).abs() > 1e-3)).sum())
+        for t, v in vectors.items()
+    }
+    yield dg.AssetCheckResult(
+        check_name="no_nan",
+        passed=not any(bad.values()),
+        metadata={"bad_rows": dg.MetadataValue.json(bad)},
+    )
+    used, total = primitive_usage(entity_embeddings)
+    yield dg.AssetCheckResult(
+        check_name="every_primitive_used",
+        passed=used == total,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"primitives_used": used, "primitives": total},
+    )

@@ -1,0 +1,53 @@
+"""The trained model as a file: weights plus what is needed to rebuild it next to its graph."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.model.attention import AttentionConfig
+from hier_pipeline.model.inputs import InputConfig, node_type_shapes
+from hier_pipeline.model.network import InterestModel, ModelConfig
+
+
+@dataclass(frozen=True)
+class ModelArtifact:
+    path: Path
+    best_epoch: int
+    metrics: dict[str, float]  # validation metrics of the best epoch
+    history: list[dict[str, float]]  # per epoch: losses, validation metrics, timings
+    baselines: dict[str, float]  # e.g. "popularity/map@10", same window and candidates
+    run_id: str | None = None
+
+    def load(self, graph: RelationalGraph, content: dict[str, dict[str, Tensor]]) -> InterestModel:
+        payload = torch.load(self.path, weights_only=True)
+        config = ModelConfig(
+            **{
+                **payload["config"],
+                "attention": AttentionConfig(**payload["config"]["attention"]),
+                "inputs": InputConfig(**payload["config"]["inputs"]),
+            }
+        )
+        model = InterestModel(
+            node_type_shapes(graph.data, content),
+            list(graph.data.edge_types),
+            len(graph.metadata.stages),
+            config,
+        )
+        model.load_state_dict(payload["state_dict"])
+        return model.eval()
+
+
+def save_model(model: InterestModel, path: Path) -> None:
+    """Atomic write of weights and config (plain tensors and numbers: `weights_only` loads it)."""
+    payload: dict[str, Any] = {"state_dict": model.state_dict(), "config": asdict(model.config)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    torch.save(payload, partial)
+    os.replace(partial, path)

@@ -1,0 +1,50 @@
+"""Inductive inference: embed any node of the full graph as of a given time, trained on it or not.
+
+A node is embedded from its own features and content plus whatever neighbourhood existed before
+the time asked for, so entities that arrived after training (cold start) need no retraining.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+from torch_geometric.data import HeteroData
+
+from hier_pipeline.graph.sampler import TemporalNeighborSampler
+from hier_pipeline.model.batch import GraphContext, make_batch
+from hier_pipeline.model.network import InterestModel
+
+
+@torch.inference_mode()
+def embed_nodes(
+    model: InterestModel,
+    sampler: TemporalNeighborSampler,
+    data: HeteroData,
+    context: GraphContext,
+    node_type: str,
+    nodes: Tensor,
+    time: int | Tensor,
+    chunk: int = 512,
+    progress: Callable[[int], None] | None = None,
+) -> Tensor:
+    """Embeddings of `nodes` of `node_type` as of `time` (one time for all, or one per node).
+
+    Shapes: nodes [N] -> [N, dim], unit norm.
+    """
+    was_training = model.training
+    model.eval()
+    times = (
+        torch.full_like(nodes, int(time)) if not isinstance(time, Tensor) else time.to(torch.int64)
+    )
+    parts = []
+    for start in range(0, len(nodes), chunk):
+        sampled = sampler.sample(
+            node_type, nodes[start : start + chunk], times[start : start + chunk]
+        )
+        parts.append(model(make_batch(sampled, data, context)))
+        if progress is not None:
+            progress(min(start + chunk, len(nodes)))
+    model.train(was_training)
+    return torch.cat(parts) if parts else torch.zeros(0, model.config.dim)

@@ -1,0 +1,259 @@
+"""Train the interest model on the training graph; validate on the window [t1, t2) of the full graph.
+
+One step: draw funnel positives (deep stages most often), sample every root's temporal
+neighbourhood (users, positive items, the user's "not interested" items, random items), embed them,
+and minimise  ranking + distill_weight * distillation + usage_weight * primitive usage.
+Each epoch ends with full-ranking validation (MAP@k of the target stage), a checkpoint, MLflow
+metrics, and early stopping on that MAP.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import numpy as np
+import torch
+from torch import Tensor
+from torch_geometric.data import HeteroData
+
+from hier_pipeline.evaluation.metrics import evaluate_embeddings
+from hier_pipeline.evaluation.window import target_window
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.split import TemporalSplit, training_graph
+from hier_pipeline.model.batch import GraphContext, make_batch
+from hier_pipeline.model.checkpoint import load_checkpoint, save_checkpoint
+from hier_pipeline.model.distill import (
+    DistillationConfig,
+    DistillationLoss,
+    ema_update,
+    make_teacher,
+)
+from hier_pipeline.model.examples import ExampleSampler
+from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.inputs import node_type_shapes
+from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
+from hier_pipeline.model.network import InterestModel, ModelConfig
+from hier_pipeline.tracking import TrackedRun
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig)
+    fanouts: tuple[int, ...] = (8, 4)
+    epochs: int = 8
+    steps_per_epoch: int = 60
+    batch_size: int = 128
+    random_negatives: int = 64
+    learning_rate: float = 2e-3
+    weight_decay: float = 1e-4
+    temperature: float = 0.1
+    use_distillation: bool = True
+    distill_weight: float = 0.2
+    usage_weight: float = 0.05
+    ema_momentum: float = 0.99
+    patience: int = 2
+    eval_k: int = 10
+    max_eval_users: int = 1000
+    seed: int = 0
+
+
+@dataclass
+class TrainResult:
+    model: InterestModel
+    best_epoch: int
+    best_map: float
+    history: list[dict[str, float]]
+
+
+@dataclass
+class Trainer:
+    """Everything one training run needs, built once from the graph and its split."""
+
+    graph: RelationalGraph
+    content: dict[str, dict[str, Tensor]]
+    split: TemporalSplit
+    config: TrainConfig
+
+    def __post_init__(self) -> None:
+        torch.manual_seed(self.config.seed)
+        meta, full = self.graph.metadata, self.graph.data
+        self.train_data: HeteroData = training_graph(self.graph, self.split)
+        relations = list(full.edge_types)
+        self.train_context = GraphContext.of(
+            self.train_data, relations, len(meta.stages), self.content
+        )
+        self.full_context = GraphContext.of(full, relations, len(meta.stages), self.content)
+        sampler_config = SamplerConfig(fanouts=self.config.fanouts, seed=self.config.seed)
+        self.train_sampler = TemporalNeighborSampler(self.train_data, sampler_config)
+        self.full_sampler = TemporalNeighborSampler(
+            full, SamplerConfig(self.config.fanouts, "recent", self.config.seed)
+        )
+        self.examples = ExampleSampler(self.train_data, meta, self.config.seed)
+        shapes = node_type_shapes(full, self.content)
+        self.model = InterestModel(shapes, relations, len(meta.stages), self.config.model)
+        self.teacher = cast(InterestModel, make_teacher(self.model))
+        self.distillation = DistillationLoss(
+            DistillationConfig(num_primitives=self.config.model.num_primitives)
+        )
+        self.optimizer = torch.optim.AdamW(
+            self.model.parameters(),
+            lr=self.config.learning_rate,
+            weight_decay=self.config.weight_decay,
+        )
+        self.rng = np.random.default_rng(self.config.seed)
+        self.window = target_window(
+            self.graph, self.split.t1, self.split.t2, self.config.max_eval_users, self.config.seed
+        )
+
+    def step(self) -> dict[str, float]:
+        """One optimisation step; returns the loss parts."""
+        meta, config = self.graph.metadata, self.config
+        batch = self.examples.draw(config.batch_size)
+        size = len(batch.user)
+        hard = batch.hard_item >= 0
+        random_items = torch.from_numpy(
+            self.rng.integers(0, self.train_data[meta.item_type].num_nodes, config.random_negatives)
+        )
+        random_times = batch.time[
+            torch.from_numpy(self.rng.integers(0, size, config.random_negatives))
+        ]
+        items = torch.cat([batch.item, batch.hard_item[hard], random_items])
+        item_times = torch.cat([batch.time, batch.time[hard], random_times])
+        user_batch = make_batch(
+            self.train_sampler.sample(meta.user_type, batch.user, batch.time),
+            self.train_data,
+            self.train_context,
+        )
+        item_batch = make_batch(
+            self.train_sampler.sample(meta.item_type, items, item_times),
+            self.train_data,
+            self.train_context,
+        )
+        users, item_embeddings = self.model(user_batch), self.model(item_batch)
+        positives, hard_embeddings = (
+            item_embeddings[:size],
+            torch.zeros_like(item_embeddings[:size]),
+        )
+        hard_embeddings[hard] = item_embeddings[size : size + int(hard.sum())]
+        ranking = funnel_softmax_loss(
+            users,
+            positives,
+            batch.item,
+            torch.zeros(size, dtype=torch.long),
+            torch.ones(1),
+            random_negatives=item_embeddings[size + int(hard.sum()) :],
+            hard_negatives=hard_embeddings,
+            hard_negative_mask=hard,
+            temperature=config.temperature,
+        )
+        usage = primitive_usage_loss(
+            self.model.primitives.assign(torch.cat([users, positives])), normalised=True
+        )
+        loss = ranking + config.usage_weight * usage
+        parts = {"loss/ranking": ranking.item(), "loss/usage": usage.item()}
+        if config.use_distillation:
+            distill = self._distillation(item_batch, positives, size)
+            loss = loss + config.distill_weight * distill
+            parts["loss/distillation"] = distill.item()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        ema_update(self.teacher, self.model, config.ema_momentum)
+        parts["loss/total"] = loss.item()
+        return parts
+
+    def _distillation(self, item_batch: object, behaviour: Tensor, size: int) -> Tensor:
+        """Content view <-> behaviour view of the positive items, EMA teacher on both."""
+        item_type = self.graph.metadata.item_type
+        roots = {k: v[:size] for k, v in item_batch.features[item_type].items()}  # type: ignore[attr-defined]
+        content = self.model.content_embedding(item_type, roots)
+        with torch.no_grad():
+            teacher_behaviour = self.teacher(item_batch)[:size]
+            teacher_content = self.teacher.content_embedding(item_type, roots)
+        logits = self.model.primitive_logits
+        teacher_logits = self.teacher.primitive_logits
+        return self.distillation.symmetric(
+            logits(behaviour, 1.0),
+            logits(content, 1.0),
+            teacher_logits(teacher_behaviour, 1.0),
+            teacher_logits(teacher_content, 1.0),
+        )
+
+    def validate(self) -> dict[str, float]:
+        """Full-ranking metrics of the target stage on [t1, t2): users and items embedded as of t1."""
+        meta, full, config = self.graph.metadata, self.graph.data, self.config
+        window = self.window
+        users = embed_nodes(
+            self.model,
+            self.full_sampler,
+            full,
+            self.full_context,
+            meta.user_type,
+            window.users,
+            self.split.t1,
+        )
+        items = torch.arange(int(full[meta.item_type].num_nodes))
+        item_embeddings = embed_nodes(
+            self.model,
+            self.full_sampler,
+            full,
+            self.full_context,
+            meta.item_type,
+            items,
+            self.split.t1,
+        )
+        metrics = evaluate_embeddings(users, item_embeddings, window.relevant, ks=(config.eval_k,))
+        return {f"val/{name}": value for name, value in metrics.items()}
+
+
+def train_model(
+    graph: RelationalGraph,
+    content: dict[str, dict[str, Tensor]],
+    split: TemporalSplit,
+    config: TrainConfig = TrainConfig(),
+    run: TrackedRun | None = None,
+    checkpoint_dir: Path | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> TrainResult:
+    """Train with early stopping on validation MAP@k; resumes from `checkpoint_dir/last.pt` if any."""
+    trainer = Trainer(graph, content, split, config)
+    state = load_checkpoint(checkpoint_dir, trainer) if checkpoint_dir else None
+    history: list[dict[str, float]] = state.history if state else []
+    best_epoch, best_map = (state.best_epoch, state.best_map) if state else (-1, -1.0)
+    best_weights = state.best_weights if state else None
+    metric = f"val/map@{config.eval_k}"
+    for epoch in range(len(history), config.epochs):
+        started = time.perf_counter()
+        trainer.model.train()
+        parts = [trainer.step() for _ in range(config.steps_per_epoch)]
+        seconds = time.perf_counter() - started
+        record = {key: float(np.mean([p[key] for p in parts])) for key in parts[0]}
+        record.update(trainer.validate())
+        record["time/epoch_seconds"] = seconds
+        record["throughput/examples_per_second"] = (
+            config.steps_per_epoch * config.batch_size / seconds
+        )
+        history.append(record)
+        if record[metric] > best_map:
+            best_epoch, best_map = epoch, record[metric]
+            best_weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+        if run is not None:
+            run.log_metrics(record, step=epoch)
+        if progress is not None:
+            progress(
+                f"epoch {epoch + 1}/{config.epochs}: loss {record['loss/total']:.3f}, {metric} {record[metric]:.4f}"
+            )
+        if checkpoint_dir is not None:
+            assert best_weights is not None
+            save_checkpoint(checkpoint_dir, trainer, history, best_epoch, best_map, best_weights)
+        if epoch - best_epoch >= config.patience:
+            break
+    if best_weights is not None:
+        trainer.model.load_state_dict(best_weights)
+    return TrainResult(trainer.model, best_epoch, best_map, history)
