@@ -40,12 +40,20 @@ def metric_name(key: str) -> str:
     return key.replace("@", "_at_")
 
 
-def experiment_id(client: MlflowClient, name: str) -> str:
+def default_artifact_location(tracking_uri: str) -> str | None:
+    """Artifacts beside a sqlite store (`<folder>/artifacts`), never in the working directory."""
+    prefix = "sqlite:///"
+    if not tracking_uri.startswith(prefix):
+        return None
+    return (Path(tracking_uri[len(prefix) :]).parent / "artifacts").resolve().as_uri()
+
+
+def experiment_id(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
     """The id of experiment `name`, created on first use."""
     experiment = client.get_experiment_by_name(name)
     if experiment is not None:
         return str(experiment.experiment_id)
-    return str(client.create_experiment(name))
+    return str(client.create_experiment(name, artifact_location=artifact_location))
 
 
 @contextmanager
@@ -54,7 +62,7 @@ def tracked_run(
 ) -> Iterator[TrackedRun]:
     """Open an MLflow run; it ends FINISHED when the block succeeds and FAILED when it raises."""
     client = MlflowClient(tracking_uri=tracking_uri)
-    experiment_key = experiment_id(client, experiment)
+    experiment_key = experiment_id(client, experiment, default_artifact_location(tracking_uri))
     run = client.create_run(experiment_key, run_name=run_name, tags=dict(tags or {}))
     tracked = TrackedRun(client, experiment_key, run.info.run_id)
     try:

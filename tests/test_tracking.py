@@ -24,6 +24,10 @@ def test_run_logs_and_finishes(tmp_path: Path) -> None:
     assert [m.value for m in client.get_metric_history(run.run_id, "rows")] == [10, 12]
     assert stored.data.tags["dataset"] == "tiny"
     assert resource.run_url(run).endswith(f"/runs/{run.run_id}")
+    artifact = tmp_path / "report.md"
+    artifact.write_text("# report")
+    run.log_artifact(artifact, "reports")
+    assert (tmp_path / "artifacts" / run.run_id / "artifacts" / "reports" / "report.md").is_file()
 
 
 def test_run_is_marked_failed_when_the_stage_raises(tmp_path: Path) -> None:
