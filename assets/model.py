@@ -22,9 +22,9 @@ class TrainingConfig(dg.Config):
     """Launchpad knobs of a training run (the rest keeps the defaults of `TrainConfig`)."""
 
     epochs: int = Field(
-        default=8, description="maximum epochs (early stopping on validation MAP@10)"
+        default=4, description="maximum epochs (early stopping on validation MAP@10)"
     )
-    steps_per_epoch: int = Field(default=60, description="optimisation steps per epoch")
+    steps_per_epoch: int = Field(default=30, description="optimisation steps per epoch")
     batch_size: int = Field(default=128, description="funnel positives per step")
     dim: int = Field(default=64, description="embedding width")
     layers: int = Field(default=2, description="graph-transformer layers")

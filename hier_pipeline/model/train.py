@@ -45,8 +45,8 @@ from hier_pipeline.tracking import TrackedRun
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     fanouts: tuple[int, ...] = (8, 4)
-    epochs: int = 8
-    steps_per_epoch: int = 60
+    epochs: int = 4
+    steps_per_epoch: int = 30
     batch_size: int = 128
     random_negatives: int = 64
     learning_rate: float = 2e-3
