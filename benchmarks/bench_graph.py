@@ -26,14 +26,12 @@ RESULTS = REPO / "benchmarks" / "results"
 
 
 def _fetch_keys(folder: str, database: str) -> dict[str, Any]:
-    import duckdb
-
     from hier_pipeline.dataset import parse_dataset
-    from hier_pipeline.dataset.sql import quote
+    from hier_pipeline.dataset.sql import open_database, quote
 
     spec = parse_dataset(folder)
     values = 0
-    with duckdb.connect(database, read_only=True) as connection:
+    with open_database(Path(database)) as connection:
         for table in spec.tables.values():
             columns = [c for c in (table.primary_key, *table.foreign_keys) if c] + (
                 ["__time"] if table.time else []

@@ -56,12 +56,11 @@ def _contract_load(folder: str, database: str) -> dict[str, Any]:
 
 
 def _quality_checks(folder: str, database: str) -> dict[str, Any]:
-    import duckdb
-
     from hier_pipeline.dataset import parse_dataset
     from hier_pipeline.dataset.quality import run_quality_checks
+    from hier_pipeline.dataset.sql import open_database
 
-    with duckdb.connect(database, read_only=True) as connection:
+    with open_database(Path(database)) as connection:
         outcomes = run_quality_checks(parse_dataset(folder), connection)
     return {
         "passed": all(o.passed for o in outcomes),

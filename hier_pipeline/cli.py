@@ -30,6 +30,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     generate.add_argument("--seed", type=int, default=0)
     generate.set_defaults(run=_generate)
 
+    train = commands.add_parser(
+        "train", help="train the interest model on a dataset folder (torchrun-ready)"
+    )
+    train.add_argument("dataset_dir", type=Path)
+    train.add_argument("--out", type=Path, required=True, help="folder for the model and run files")
+    # Defaults (None) defer to TrainConfig, imported only when training: `hier validate` stays light.
+    train.add_argument("--epochs", type=int)
+    train.add_argument("--steps", type=int, dest="steps_per_epoch", help="steps per epoch")
+    train.add_argument("--batch-size", type=int, help="global batch, split across torchrun ranks")
+    train.add_argument("--seed", type=int)
+    train.set_defaults(run=_train)
+
     where = commands.add_parser("where", help="say where the pipeline's outputs and UIs are")
     where.set_defaults(run=_where)
 
@@ -64,6 +76,23 @@ def _generate(arguments: argparse.Namespace) -> int:
         arguments.out_dir, SyntheticConfig(scale=arguments.scale, seed=arguments.seed)
     )
     print(f"wrote the synthetic world to {out} (scale {arguments.scale}, seed {arguments.seed})")
+    return 0
+
+
+def _train(arguments: argparse.Namespace) -> int:
+    from hier_pipeline.model.train import TrainConfig
+    from hier_pipeline.pipeline import fit
+
+    chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
+    config = TrainConfig(**{k: v for k, v in chosen.items() if v is not None})
+    result = fit(arguments.dataset_dir, arguments.out, config)
+    best = result.history[result.best_epoch]
+    print(
+        json.dumps(
+            {"best_epoch": result.best_epoch + 1, **{k: round(v, 5) for k, v in best.items()}},
+            indent=2,
+        )
+    )
     return 0
 
 

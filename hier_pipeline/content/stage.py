@@ -7,7 +7,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import torch
 
@@ -15,7 +14,7 @@ from hier_pipeline.content.embed import ContentConfig, ContentEmbeddings, embed_
 from hier_pipeline.content.image_encoder import ImageEncoder
 from hier_pipeline.content.text_encoder import TextEncoder
 from hier_pipeline.dataset.spec import DatasetSpec
-from hier_pipeline.dataset.sql import quote
+from hier_pipeline.dataset.sql import open_database, quote
 
 
 @dataclass(frozen=True)
@@ -55,7 +54,7 @@ def embed_tables(spec: DatasetSpec, database: Path, cache_dir: Path, path: Path)
     for name in content_tables(spec):
         table = spec.tables[name]
         columns = [*table.text, *([table.image] if table.image else [])]
-        with duckdb.connect(str(database), read_only=True) as connection:
+        with open_database(database) as connection:
             frame = connection.execute(
                 f"SELECT __row, {', '.join(quote(c) for c in columns)} FROM raw.{quote(name)} ORDER BY __row"
             ).fetchdf()

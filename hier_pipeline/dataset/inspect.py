@@ -7,9 +7,11 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
+from hier_pipeline.dataset.sql import open_database
+
 
 def open_readonly(database: Path) -> duckdb.DuckDBPyConnection:
-    return duckdb.connect(str(database), read_only=True)
+    return open_database(database)
 
 
 def quarantine_preview(connection: duckdb.DuckDBPyConnection, limit: int = 10) -> pd.DataFrame:

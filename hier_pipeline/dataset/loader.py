@@ -25,7 +25,7 @@ from hier_pipeline.dataset.rules import (
 )
 from hier_pipeline.dataset.schema import check_against_files, read_schemas
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
-from hier_pipeline.dataset.sql import connect, count_rows, quote
+from hier_pipeline.dataset.sql import count_rows, open_database, quote
 from hier_pipeline.dataset.staging import QUARANTINE_DDL, stage_file, topological_order
 
 
@@ -46,7 +46,9 @@ def load_dataset(
     database.parent.mkdir(parents=True, exist_ok=True)
     partial = database.with_name(f".{database.name}.{os.getpid()}.partial")
     partial.unlink(missing_ok=True)
-    connection = connect(config.memory_limit, config.threads, str(partial))
+    connection = open_database(
+        partial, read_only=False, memory_limit=config.memory_limit, threads=config.threads
+    )
     try:
         report = _load_into(connection, spec, database, config)
         connection.execute("CHECKPOINT")

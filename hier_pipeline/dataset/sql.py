@@ -48,6 +48,24 @@ def predicate(where: str, *, table: str) -> duckdb.Expression:
         raise DatasetError(f"'where: {where}' does not parse: {error}", table=table) from error
 
 
+DATABASE_ALIAS = "warehouse"
+
+
+def open_database(
+    database: Path, *, read_only: bool = True, memory_limit: str = "4GB", threads: int = 2
+) -> duckdb.DuckDBPyConnection:
+    """A connection to a pipeline database under a fixed catalog name.
+
+    DuckDB names a database's catalog after its file, so a file called `raw.duckdb` would clash
+    with the `raw` schema; attaching under one alias makes the file name irrelevant.
+    """
+    connection = connect(memory_limit, threads)
+    mode = " (READ_ONLY)" if read_only else ""
+    connection.execute(f"ATTACH ? AS {DATABASE_ALIAS}{mode}", [str(database)])
+    connection.execute(f"USE {DATABASE_ALIAS}")
+    return connection
+
+
 def connect(
     memory_limit: str = "4GB", threads: int = 2, database: str = ":memory:"
 ) -> duckdb.DuckDBPyConnection:

@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from hier_pipeline.dataset.spec import DatasetSpec
-from hier_pipeline.dataset.sql import quote
+from hier_pipeline.dataset.sql import open_database, quote
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.graph.store import load_graph
@@ -39,7 +37,7 @@ class GraphArtifact:
 def foreign_key_counts(spec: DatasetSpec, database: Path) -> dict[str, int]:
     """Non-null foreign key values per `child/column/parent`, counted in DuckDB: the expected edges."""
     counts = {}
-    with duckdb.connect(str(database), read_only=True) as connection:
+    with open_database(database) as connection:
         for table in spec.tables.values():
             for column, target in table.foreign_keys.items():
                 row = connection.execute(

@@ -20,7 +20,7 @@ from torch_geometric.data import HeteroData
 from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.rules import needs_text_cast
 from hier_pipeline.dataset.spec import DatasetSpec, EventView
-from hier_pipeline.dataset.sql import connect, count_rows, predicate, quote
+from hier_pipeline.dataset.sql import count_rows, open_database, predicate, quote
 from hier_pipeline.graph.columns import plan_columns
 from hier_pipeline.graph.features import FeatureConfig, encode_table
 
@@ -65,10 +65,8 @@ def build_graph(
     spec: DatasetSpec, database: Path, config: GraphConfig = GraphConfig()
 ) -> RelationalGraph:
     """Build the graph from a database written by `load_dataset`."""
-    connection = connect(config.memory_limit, config.threads)
+    connection = open_database(database, memory_limit=config.memory_limit, threads=config.threads)
     try:
-        connection.execute("ATTACH ? AS warehouse (READ_ONLY)", [str(database)])
-        connection.execute("USE warehouse")
         connection.execute("SET enable_external_access = false")  # `where` predicates stay inside
         return _build(spec, connection, config)
     finally:

@@ -16,6 +16,7 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 
 from hier_pipeline.graph.build import GraphMetadata
+from hier_pipeline.model.distributed import Cluster
 from hier_pipeline.model.losses import default_stage_weights
 
 
@@ -28,6 +29,15 @@ class ExampleBatch:
     time: Tensor
     stage: Tensor
     hard_item: Tensor
+
+    def shard(self, cluster: Cluster) -> ExampleBatch:
+        """This rank's slice (every rank draws the same global batch)."""
+        return ExampleBatch(
+            *(
+                cluster.shard(values)
+                for values in (self.user, self.item, self.time, self.stage, self.hard_item)
+            )
+        )
 
 
 class ExampleSampler:

@@ -33,6 +33,7 @@ from hier_pipeline.model.distill import (
     ema_update,
     make_teacher,
 )
+from hier_pipeline.model.distributed import average_gradients, join_cluster
 from hier_pipeline.model.examples import ExampleSampler
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.inputs import node_type_shapes
@@ -106,6 +107,7 @@ class Trainer:
             weight_decay=self.config.weight_decay,
         )
         self.rng = np.random.default_rng(self.config.seed)
+        self.cluster = join_cluster()
         self.window = target_window(
             self.graph, self.split.t1, self.split.t2, self.config.max_eval_users, self.config.seed
         )
@@ -113,7 +115,7 @@ class Trainer:
     def step(self) -> dict[str, float]:
         """One optimisation step; returns the loss parts."""
         meta, config = self.graph.metadata, self.config
-        batch = self.examples.draw(config.batch_size)
+        batch = self.examples.draw(config.batch_size).shard(self.cluster)
         size = len(batch.user)
         hard = batch.hard_item >= 0
         random_items = torch.from_numpy(
@@ -162,6 +164,7 @@ class Trainer:
             parts["loss/distillation"] = distill.item()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
+        average_gradients(self.model, self.cluster)
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
         self.optimizer.step()
         ema_update(self.teacher, self.model, config.ema_momentum)
@@ -243,13 +246,13 @@ def train_model(
         if record[metric] > best_map:
             best_epoch, best_map = epoch, record[metric]
             best_weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
-        if run is not None:
+        if run is not None and trainer.cluster.is_main:
             run.log_metrics(record, step=epoch)
         if progress is not None:
             progress(
                 f"epoch {epoch + 1}/{config.epochs}: loss {record['loss/total']:.3f}, {metric} {record[metric]:.4f}"
             )
-        if checkpoint_dir is not None:
+        if checkpoint_dir is not None and trainer.cluster.is_main:
             assert best_weights is not None
             save_checkpoint(checkpoint_dir, trainer, history, best_epoch, best_map, best_weights)
         if epoch - best_epoch >= config.patience:

@@ -238,3 +238,14 @@ def test_parquet_and_reload_replaces_the_database(tmp_path: Path) -> None:
     second, connection = load(folder)
     assert first.to_dict() == second.to_dict()
     assert connection.execute("SELECT count(*) FROM raw.events").fetchone() == (5,)
+
+
+def test_database_file_named_like_a_schema(tmp_path: Path) -> None:
+    """DuckDB names a catalog after its file: `raw.duckdb` must not clash with the `raw` schema."""
+    from hier_pipeline.dataset.quality import run_quality_checks
+    from hier_pipeline.dataset.sql import open_database
+
+    spec = parse_dataset(write_dataset(tmp_path / "d"))
+    report = load_dataset(spec, tmp_path / "raw.duckdb")
+    with open_database(report.database) as connection:
+        assert all(outcome.passed for outcome in run_quality_checks(spec, connection))
