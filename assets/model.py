@@ -46,14 +46,7 @@ class TrainingConfig(dg.Config):
         from hier_pipeline.model.network import ModelConfig
         from hier_pipeline.model.train import TrainConfig
 
-        biases = self.use_attention_biases
-        attention = AttentionConfig(
-            use_relation_bias=biases,
-            use_stage_bias=biases,
-            use_recency_bias=biases,
-            use_hop_bias=biases,
-            use_popularity_correction=biases,
-        )
+        attention = AttentionConfig.with_biases(self.use_attention_biases)
         model = ModelConfig(
             dim=self.dim,
             layers=self.layers,

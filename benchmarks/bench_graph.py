@@ -11,18 +11,16 @@ database into a HeteroData with features, edges, engagements, and saves it.
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
-import resource
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from harness import measure, write_results
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "completejourney"
-RESULTS = REPO / "benchmarks" / "results"
 
 
 def _fetch_keys(folder: str, database: str) -> dict[str, Any]:
@@ -59,24 +57,6 @@ def _build(folder: str, database: str) -> dict[str, Any]:
     }
 
 
-def _measured(step: str, folder: str, database: str, queue: Any) -> None:
-    started = time.perf_counter()
-    result = {"build": _build, "baseline": _fetch_keys}[step](folder, database)
-    result["wall_s"] = round(time.perf_counter() - started, 2)
-    result["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)
-    queue.put(result)
-
-
-def measure(step: str, folder: Path, database: Path) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_measured, args=(step, str(folder), str(database), queue))
-    process.start()
-    result: dict[str, Any] = queue.get()
-    process.join()
-    return result
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
@@ -86,8 +66,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-graph-") as scratch:
         database = Path(scratch) / "loaded.duckdb"
         load_dataset(parse_dataset(arguments.dataset), database)
-        baseline = measure("baseline", arguments.dataset, database)
-        build = measure("build", arguments.dataset, database)
+        baseline = measure(_fetch_keys, arguments.dataset, database)
+        build = measure(_build, arguments.dataset, database)
     results = {
         "dataset": str(arguments.dataset),
         "baseline_fetch_keys": baseline,
@@ -95,9 +75,7 @@ def main() -> int:
         "build_over_baseline_wall": round(build["wall_s"] / max(baseline["wall_s"], 1e-9), 2),
         "nodes_plus_edges_per_s": round((build["nodes"] + build["edges"]) / build["wall_s"]),
     }
-    print(json.dumps(results, indent=2))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "graph.json").write_text(json.dumps(results, indent=2))
+    write_results("graph", results)
     return 0
 
 

@@ -11,18 +11,15 @@ costs on top of reading the data.
 from __future__ import annotations
 
 import argparse
-import json
-import multiprocessing
-import resource
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
+from harness import measure, write_results
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_DATASET = REPO.parent / "shared" / "datasets" / "completejourney"
-RESULTS = REPO / "benchmarks" / "results"
 
 
 def _plain_import(folder: str, database: str) -> dict[str, Any]:
@@ -68,38 +65,18 @@ def _quality_checks(folder: str, database: str) -> dict[str, Any]:
     }
 
 
-def _measured(step: str, folder: str, database: str, queue: Any) -> None:
-    started = time.perf_counter()
-    result = {"load": _contract_load, "baseline": _plain_import, "checks": _quality_checks}[step](
-        folder, database
-    )
-    result["wall_s"] = round(time.perf_counter() - started, 2)
-    result["peak_rss_gb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6, 2)
-    queue.put(result)
-
-
-def measure(step: str, folder: Path, database: Path) -> dict[str, Any]:
-    context = multiprocessing.get_context("spawn")
-    queue = context.Queue()
-    process = context.Process(target=_measured, args=(step, str(folder), str(database), queue))
-    process.start()
-    result: dict[str, Any] = queue.get()
-    process.join()
-    return result
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", nargs="?", type=Path, default=DEFAULT_DATASET)
     parser.add_argument("--skip-checks", action="store_true")
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-load-") as scratch:
-        baseline = measure("baseline", arguments.dataset, Path(scratch) / "plain.duckdb")
-        load = measure("load", arguments.dataset, Path(scratch) / "loaded.duckdb")
+        baseline = measure(_plain_import, arguments.dataset, Path(scratch) / "plain.duckdb")
+        load = measure(_contract_load, arguments.dataset, Path(scratch) / "loaded.duckdb")
         checks = (
             None
             if arguments.skip_checks
-            else measure("checks", arguments.dataset, Path(scratch) / "loaded.duckdb")
+            else measure(_quality_checks, arguments.dataset, Path(scratch) / "loaded.duckdb")
         )
     results = {
         "dataset": str(arguments.dataset),
@@ -109,9 +86,7 @@ def main() -> int:
         "load_over_baseline_wall": round(load["wall_s"] / max(baseline["wall_s"], 1e-9), 2),
         "rows_per_s": round(load["rows"] / load["wall_s"]),
     }
-    print(json.dumps(results, indent=2))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "load.json").write_text(json.dumps(results, indent=2))
+    write_results("load", results)
     return 0
 
 

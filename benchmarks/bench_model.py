@@ -10,15 +10,13 @@ and recall@10 of the target stage (full ranking over all items) and the time per
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+from harness import write_results
 
 
 def variants(base: object) -> dict[str, object]:
@@ -26,13 +24,7 @@ def variants(base: object) -> dict[str, object]:
     from hier_pipeline.model.train import TrainConfig
 
     assert isinstance(base, TrainConfig)
-    no_biases = AttentionConfig(
-        use_relation_bias=False,
-        use_stage_bias=False,
-        use_recency_bias=False,
-        use_hop_bias=False,
-        use_popularity_correction=False,
-    )
+    no_biases = AttentionConfig.with_biases(False)
     return {
         "full model": base,
         "no attention biases": replace(base, model=replace(base.model, attention=no_biases)),
@@ -90,12 +82,7 @@ def main() -> int:
         print(
             f"| {name} | {row['map@10']:.4f} | {row['recall@10']:.4f} | {row.get('seconds_per_epoch', 0):.1f} |"
         )
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "model.json").write_text(
-        json.dumps(
-            {"dataset": str(arguments.dataset or "synthetic scale 1"), "rows": rows}, indent=2
-        )
-    )
+    write_results("model", {"dataset": str(arguments.dataset or "synthetic scale 1"), "rows": rows})
     return 0
 
 

@@ -50,6 +50,17 @@ class AttentionConfig:
     use_hop_bias: bool = True
     use_popularity_correction: bool = True
 
+    @classmethod
+    def with_biases(cls, enabled: bool) -> AttentionConfig:
+        """Every bias term on, or every one off (the "no attention biases" ablation)."""
+        return cls(
+            use_relation_bias=enabled,
+            use_stage_bias=enabled,
+            use_recency_bias=enabled,
+            use_hop_bias=enabled,
+            use_popularity_correction=enabled,
+        )
+
     def __post_init__(self) -> None:
         if self.dim % self.heads:
             raise ValueError(f"dim ({self.dim}) must be divisible by heads ({self.heads})")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import cast
 
@@ -96,7 +96,9 @@ class Trainer:
         )
         self.examples = ExampleSampler(self.train_data, meta, self.config.seed)
         shapes = node_type_shapes(full, self.content)
-        self.model = InterestModel(shapes, relations, len(meta.stages), self.config.model)
+        attention = replace(self.config.model.attention, max_hops=len(self.config.fanouts))
+        model_config = replace(self.config.model, attention=attention)
+        self.model = InterestModel(shapes, relations, len(meta.stages), model_config)
         self.teacher = cast(InterestModel, make_teacher(self.model))
         self.distillation = DistillationLoss(
             DistillationConfig(num_primitives=self.config.model.num_primitives)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dagster as dg
 import torch
 from mlflow.tracking import MlflowClient
 
-from assets.definitions import defs
-from resources import DatasetResource, MLflowResource, StorageResource
+from tests.assets.materialise import materialise
 
 TINY_TRAINING = {
     "epochs": 3,
@@ -24,31 +22,21 @@ def test_model_and_embeddings_materialise_with_checks(
     synthetic_world: Path, tmp_path: Path
 ) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    result = dg.materialize(
+    result = materialise(
         [
-            *(
-                defs.get_assets_def(name)
-                for name in (
-                    "raw_tables",
-                    "relational_graph",
-                    "content_embeddings",
-                    "interest_model",
-                    "entity_embeddings",
-                )
-            ),
-            *(defs.asset_checks or []),
+            "raw_tables",
+            "relational_graph",
+            "content_embeddings",
+            "interest_model",
+            "entity_embeddings",
         ],
-        resources={
-            "dataset": DatasetResource(source=str(synthetic_world)),
-            "storage": StorageResource(root=str(tmp_path)),
-            "mlflow": MLflowResource(tracking_uri=uri, experiment="tests"),
-        },
+        synthetic_world,
+        tmp_path,
         run_config={
             "ops": {
                 name: {"config": TINY_TRAINING} for name in ("interest_model", "entity_embeddings")
             }
         },
-        instance=dg.DagsterInstance.ephemeral(),
     )
     assert result.success
     evaluations = {

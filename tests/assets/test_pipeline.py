@@ -4,27 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import dagster as dg
 import pytest
 
-from assets.definitions import defs
-from resources import DatasetResource, MLflowResource, StorageResource
+from tests.assets.materialise import materialise
 
 STAGES = ["raw_tables", "relational_graph", "content_embeddings"]
-
-
-def materialise(folder: Path, home: Path) -> dg.ExecuteInProcessResult:
-    assets = [defs.get_assets_def(name) for name in STAGES]
-    checks = list(defs.asset_checks or [])
-    return dg.materialize(
-        [*assets, *checks],
-        resources={
-            "dataset": DatasetResource(source=str(folder)),
-            "storage": StorageResource(root=str(home)),
-            "mlflow": MLflowResource(tracking_uri=f"sqlite:///{home / 'mlflow.db'}"),
-        },
-        instance=dg.DagsterInstance.ephemeral(),
-    )
 
 
 @pytest.mark.parametrize("dataset", ["synthetic_world", "completejourney"])
@@ -32,7 +16,7 @@ def test_stages_materialise_and_every_check_passes(
     dataset: str, request: pytest.FixtureRequest, tmp_path: Path
 ) -> None:
     folder: Path = request.getfixturevalue(dataset)
-    result = materialise(folder, tmp_path)
+    result = materialise(STAGES, folder, tmp_path)
     assert result.success
     evaluations = {
         (e.asset_key.path[-1], e.check_name): e for e in result.get_asset_check_evaluations()
@@ -48,8 +32,8 @@ def test_stages_materialise_and_every_check_passes(
 
 
 def test_second_materialisation_embeds_nothing_new(synthetic_world: Path, tmp_path: Path) -> None:
-    materialise(synthetic_world, tmp_path)
-    again = materialise(synthetic_world, tmp_path)
+    materialise(STAGES, synthetic_world, tmp_path)
+    again = materialise(STAGES, synthetic_world, tmp_path)
     content = again.output_for_node("content_embeddings")
     assert sum(t.text_misses + t.image_misses for t in content.tables.values()) == 0
     assert sum(t.text_hits for t in content.tables.values()) > 0

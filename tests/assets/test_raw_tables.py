@@ -9,19 +9,11 @@ import duckdb
 import pytest
 
 from assets.definitions import defs
-from assets.ingest import raw_table_checks, raw_tables
-from resources import DatasetResource, StorageResource
+from tests.assets.materialise import materialise
 
 
 def materialize_raw_tables(source: Path, home: Path) -> dg.ExecuteInProcessResult:
-    return dg.materialize(
-        [raw_tables, raw_table_checks],
-        resources={
-            "dataset": DatasetResource(source=str(source)),
-            "storage": StorageResource(root=str(home)),
-        },
-        instance=dg.DagsterInstance.ephemeral(),
-    )
+    return materialise(["raw_tables"], source, home)
 
 
 def test_definitions_load() -> None:
