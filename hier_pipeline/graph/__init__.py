@@ -8,6 +8,7 @@ from hier_pipeline.graph.build import (
     RelationalGraph,
     build_graph,
 )
+from hier_pipeline.graph.sampler import SampledSubgraph, SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.graph.split import TemporalSplit, crossing_edges, default_split, training_graph
 from hier_pipeline.graph.store import load_graph, save_graph
 

@@ -149,3 +149,36 @@ def test_save_and_load_round_trip_with_weights_only(synthetic_world: Path, tmp_p
     for node_type in graph.data.node_types:
         assert loaded.data[node_type].num_nodes == graph.data[node_type].num_nodes
         assert torch.equal(loaded.data[node_type].x_num, graph.data[node_type].x_num)
+
+
+def test_sampled_neighbourhoods_of_the_built_graph_never_see_the_future(
+    synthetic_world: Path, tmp_path: Path
+) -> None:
+    """The leakage test on a real built graph: every sampled edge, and every sampled node, is
+    strictly older than the time of the root it was sampled for."""
+    from hier_pipeline.graph import SamplerConfig, TemporalNeighborSampler
+
+    graph, _ = built(synthetic_world, tmp_path)
+    data = graph.data
+    sampler = TemporalNeighborSampler(data, SamplerConfig(fanouts=(10, 5), seed=1))
+    engaged = data[graph.metadata.engaged]
+    generator = torch.Generator().manual_seed(0)
+    pick = torch.randint(0, engaged.edge_index.shape[1], (256,), generator=generator)
+    for seed_type, seeds in (
+        ("users", engaged.edge_index[0, pick]),
+        ("products", engaged.edge_index[1, pick]),
+    ):
+        times = engaged.edge_time[pick]
+        sampled = sampler.sample(seed_type, seeds, times)
+        edges = 0
+        for edge_type, edge_time in sampled.edge_time.items():
+            root = sampled.root[edge_type[2]][sampled.edge_index[edge_type][1]]
+            assert bool((edge_time < times[root]).all()), edge_type
+            edges += edge_time.numel()
+        for node_type, n_id in sampled.n_id.items():
+            seeds_of_type = sampled.hop[node_type] == 0
+            node_time = data[node_type].time[n_id]
+            assert bool(
+                (node_time[~seeds_of_type] < times[sampled.root[node_type][~seeds_of_type]]).all()
+            ), node_type
+        assert edges > 0
