@@ -58,3 +58,18 @@ def test_dagster_cli_materialises_raw_tables_into_a_persistent_instance(
         assert event is not None
         assert event.asset_materialization is not None
         assert event.asset_materialization.metadata["rows_quarantined"].value == 0
+
+
+def test_plain_dagster_from_the_repo_root_finds_the_code_location() -> None:
+    """`dagster dev` and friends read [tool.dagster] in pyproject.toml, no flags needed."""
+    dagster = Path(sys.executable).with_name("dagster")
+    result = subprocess.run(
+        [str(dagster), "definitions", "validate"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Validation successful for code location hier_pipeline" in result.stderr + result.stdout
