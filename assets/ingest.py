@@ -6,10 +6,10 @@ import dagster as dg
 
 from hier_pipeline.dataset import LoadReport, load_dataset
 from hier_pipeline.dataset.inspect import open_readonly, quarantine_preview
+from hier_pipeline.dataset.quality import QUARANTINE_WARN_RATE
 from resources import DatasetResource, StorageResource
 
 GROUP = "ingest"
-QUARANTINE_WARN_RATE = 0.05
 BLOCKING_CHECKS = {
     "primary_keys_unique_and_not_null": "Primary keys of accepted rows are unique and never null.",
     "foreign_keys_resolve": "Every non-null foreign key of an accepted row finds its parent row.",

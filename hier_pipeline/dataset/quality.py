@@ -20,6 +20,7 @@ from hier_pipeline.dataset.loader import LoadConfig
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.dataset.sql import quote
 
+# Above this share of quarantined rows a table is flagged (a broken export, not an error).
 QUARANTINE_WARN_RATE = 0.05
 
 
