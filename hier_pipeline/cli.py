@@ -104,6 +104,8 @@ def _where(arguments: argparse.Namespace) -> int:
         ("raw tables", "warehouse/*.duckdb"),
         ("graphs", "graphs/*.pt"),
         ("content", "content/*.pt"),
+        ("model", "models/*.pt"),
+        ("embeddings", "embeddings/*.pt"),
     ):
         files = sorted(home.glob(pattern))
         listed = ", ".join(
