@@ -60,12 +60,17 @@ def test_dagster_cli_materialises_raw_tables_into_a_persistent_instance(
         assert event.asset_materialization.metadata["rows_quarantined"].value == 0
 
 
-def test_plain_dagster_from_the_repo_root_finds_the_code_location() -> None:
+def test_plain_dagster_from_the_repo_root_finds_the_code_location(tmp_path: Path) -> None:
     """`dagster dev` and friends read [tool.dagster] in pyproject.toml, no flags needed."""
     dagster = Path(sys.executable).with_name("dagster")
+    environment = {
+        **os.environ,
+        "DAGSTER_HOME": str(tmp_path),
+    }  # a fresh clone has no .dagster_home
     result = subprocess.run(
         [str(dagster), "definitions", "validate"],
         cwd=REPO,
+        env=environment,
         capture_output=True,
         text=True,
         timeout=300,
