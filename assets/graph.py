@@ -75,29 +75,23 @@ def relational_graph(
     )
 
 
+GRAPH_CHECKS = {
+    "nodes_match_accepted_rows": "Each node type has exactly the accepted rows of its table.",
+    "edges_match_foreign_keys": "Each foreign-key edge type has one edge per non-null key value in DuckDB.",
+    "no_edge_crosses_split": "The training graph holds no node or edge at or after t1.",
+}
+
+
 @dg.multi_asset_check(
     specs=[
         dg.AssetCheckSpec(
-            "nodes_match_accepted_rows",
+            name,
             asset="relational_graph",
             additional_deps=["raw_tables"],
             blocking=True,
-            description="Each node type has exactly the accepted rows of its table.",
-        ),
-        dg.AssetCheckSpec(
-            "edges_match_foreign_keys",
-            asset="relational_graph",
-            additional_deps=["raw_tables"],
-            blocking=True,
-            description="Each foreign-key edge type has one edge per non-null key value in DuckDB.",
-        ),
-        dg.AssetCheckSpec(
-            "no_edge_crosses_split",
-            asset="relational_graph",
-            additional_deps=["raw_tables"],
-            blocking=True,
-            description="The training graph holds no node or edge at or after t1.",
-        ),
+            description=text,
+        )
+        for name, text in GRAPH_CHECKS.items()
     ],
     ins={
         "relational_graph": dg.AssetIn("relational_graph"),

@@ -25,7 +25,7 @@ from hier_pipeline.evaluation.window import target_window
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.graph.split import TemporalSplit, training_graph
-from hier_pipeline.model.batch import GraphContext, make_batch
+from hier_pipeline.model.batch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.checkpoint import load_checkpoint, save_checkpoint
 from hier_pipeline.model.distill import (
     DistillationConfig,
@@ -173,10 +173,10 @@ class Trainer:
         parts["loss/total"] = loss.item()
         return parts
 
-    def _distillation(self, item_batch: object, behaviour: Tensor, size: int) -> Tensor:
+    def _distillation(self, item_batch: ModelBatch, behaviour: Tensor, size: int) -> Tensor:
         """Content view <-> behaviour view of the positive items, EMA teacher on both."""
         item_type = self.graph.metadata.item_type
-        roots = {k: v[:size] for k, v in item_batch.features[item_type].items()}  # type: ignore[attr-defined]
+        roots = {k: v[:size] for k, v in item_batch.features[item_type].items()}
         content = self.model.content_embedding(item_type, roots)
         with torch.no_grad():
             teacher_behaviour = self.teacher(item_batch)[:size]
