@@ -4,6 +4,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from assets.metadata import markdown_table
 from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from resources import DatasetResource, StorageResource
@@ -34,7 +35,16 @@ def content_embeddings(
         storage.path("content", f"{spec.name}.pt"),
     )
     rows = [
-        f"| {name} | {t.rows:,} | {t.with_text:,} | {t.with_image:,} | {t.image_errors} | {t.text_hits + t.image_hits:,} | {t.text_misses + t.image_misses:,} | {t.seconds} |"
+        (
+            name,
+            f"{t.rows:,}",
+            f"{t.with_text:,}",
+            f"{t.with_image:,}",
+            t.image_errors,
+            f"{t.text_hits + t.image_hits:,}",
+            f"{t.text_misses + t.image_misses:,}",
+            t.seconds,
+        )
         for name, t in artifact.tables.items()
     ]
     looked_up = sum(
@@ -52,9 +62,18 @@ def content_embeddings(
             "cache_hit_rate": round(hits / looked_up, 4) if looked_up else 0.0,
             "newly_embedded": embedded,
             "items_per_second": round(embedded / seconds, 1) if seconds else 0.0,
-            "tables": dg.MetadataValue.md(
-                "| table | rows | with text | with image | image errors | cache hits | embedded | seconds |\n"
-                "|---|---:|---:|---:|---:|---:|---:|---:|\n" + "\n".join(rows)
+            "tables": markdown_table(
+                [
+                    "table",
+                    "rows",
+                    "with text",
+                    "with image",
+                    "image errors",
+                    "cache hits",
+                    "embedded",
+                    "seconds",
+                ],
+                rows,
             ),
         },
     )

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import dagster as dg
 from pydantic import Field
 
+from assets.metadata import markdown_table
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.graph import GraphArtifact
 from resources import DatasetResource, StorageResource
@@ -51,10 +52,9 @@ def relational_graph(
         seconds,
     )
     rows = [
-        f"| {t} | {n:,} | {len(graph.metadata.num_features[t])} | {len(graph.metadata.cat_features[t])} |"
+        (t, f"{n:,}", len(graph.metadata.num_features[t]), len(graph.metadata.cat_features[t]))
         for t, n in artifact.nodes.items()
     ]
-    edges = [f"| {t} | {n:,} |" for t, n in artifact.edges.items()]
     return dg.Output(
         artifact,
         metadata={
@@ -64,12 +64,11 @@ def relational_graph(
             "build_seconds": round(seconds, 2),
             "split_t1": dg.MetadataValue.timestamp(float(split.t1)),
             "split_t2": dg.MetadataValue.timestamp(float(split.t2)),
-            "node_types": dg.MetadataValue.md(
-                "| node type | nodes | numeric features | categorical features |\n|---|---:|---:|---:|\n"
-                + "\n".join(rows)
+            "node_types": markdown_table(
+                ["node type", "nodes", "numeric features", "categorical features"], rows
             ),
-            "edge_types": dg.MetadataValue.md(
-                "| edge type | edges |\n|---|---:|\n" + "\n".join(edges)
+            "edge_types": markdown_table(
+                ["edge type", "edges"], ((t, f"{n:,}") for t, n in artifact.edges.items())
             ),
         },
     )

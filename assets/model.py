@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
+from assets.metadata import markdown_table
 from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.model.artifact import ModelArtifact
@@ -109,12 +110,18 @@ def interest_model(
         save_model(result.model, path)
         run.log_artifact(path, "model")
     metrics = {k: v for k, v in best.items() if k.startswith("val/")}
-    history = (
-        "| epoch | total loss | val MAP@10 | val recall@10 | seconds |\n|---:|---:|---:|---:|---:|\n"
-        + "\n".join(
-            f"| {i + 1} | {h['loss/total']:.4f} | {h['val/map@10']:.4f} | {h['val/recall@10']:.4f} | {h['time/epoch_seconds']:.1f} |"
+    history = markdown_table(
+        ["epoch", "total loss", "val MAP@10", "val recall@10", "seconds"],
+        (
+            (
+                i + 1,
+                f"{h['loss/total']:.4f}",
+                f"{h['val/map@10']:.4f}",
+                f"{h['val/recall@10']:.4f}",
+                f"{h['time/epoch_seconds']:.1f}",
+            )
             for i, h in enumerate(result.history)
-        )
+        ),
     )
     return dg.Output(
         ModelArtifact(
@@ -133,7 +140,7 @@ def interest_model(
             "popularity_map@10": round(popularity["map@10"], 4),
             "first_epoch_loss": round(result.history[0]["loss/total"], 4),
             "last_epoch_loss": round(result.history[-1]["loss/total"], 4),
-            "history": dg.MetadataValue.md(history),
+            "history": history,
         },
     )
 
