@@ -14,6 +14,8 @@ import torch
 from torch import Tensor, nn
 from torch_geometric.utils import scatter, softmax
 
+from hier_pipeline.model.edges import EdgeFeatures
+
 SECONDS_PER_MINUTE = 60.0
 
 
@@ -117,10 +119,8 @@ class BiasAwareGraphAttention(nn.Module):
         config (AttentionConfig): Sizes and bias switches.
 
     Shapes:
-        - **input:** node features ``x`` [N, dim], ``edge_index`` [2, E] (row 0 source j, row 1
-          destination i), ``relation`` [E] (int), ``stage`` [E] (int, ``-1`` none), ``edge_age`` [E]
-          (float seconds before the root seed's time), ``hop`` [E] (int), ``source_degree`` [E]
-          (float)
+        - **input:** node features ``x`` [N, dim] and :class:`EdgeFeatures` (``index`` row 0 is
+          the source j, row 1 the destination i)
         - **output:** node features [N, dim]; :meth:`attention_weights` [E, heads]
     """
 
@@ -160,33 +160,21 @@ class BiasAwareGraphAttention(nn.Module):
     def forward(
         self,
         x: Tensor,
-        edge_index: Tensor,
-        relation: Tensor,
-        stage: Tensor,
-        edge_age: Tensor,
-        hop: Tensor,
-        source_degree: Tensor,
+        edges: EdgeFeatures,
     ) -> Tensor:
         """The full block: attention step then feed-forward step. Shapes: see the class."""
-        attended = self.attend(x, edge_index, relation, stage, edge_age, hop, source_degree)
+        attended = self.attend(x, edges)
         return self.feed_forward(attended)
 
     def attend(
         self,
         x: Tensor,
-        edge_index: Tensor,
-        relation: Tensor,
-        stage: Tensor,
-        edge_age: Tensor,
-        hop: Tensor,
-        source_degree: Tensor,
+        edges: EdgeFeatures,
     ) -> Tensor:
         """The attention step with its residual, ``x'`` above. Shapes: as ``forward``."""
-        alpha, values = self._attention(
-            x, edge_index, relation, stage, edge_age, hop, source_degree
-        )
+        alpha, values = self._attention(x, edges)
         messages = self.attention_dropout(alpha).unsqueeze(-1) * values
-        aggregated = scatter(messages, edge_index[1], dim=0, dim_size=x.size(0), reduce="sum")
+        aggregated = scatter(messages, edges.destination, dim=0, dim_size=x.size(0), reduce="sum")
         return x + self.out(aggregated.reshape(x.size(0), self.config.dim))
 
     def feed_forward(self, x: Tensor) -> Tensor:
@@ -196,62 +184,42 @@ class BiasAwareGraphAttention(nn.Module):
     def attention_weights(
         self,
         x: Tensor,
-        edge_index: Tensor,
-        relation: Tensor,
-        stage: Tensor,
-        edge_age: Tensor,
-        hop: Tensor,
-        source_degree: Tensor,
+        edges: EdgeFeatures,
     ) -> Tensor:
         """``alpha`` per edge and head (each destination's incoming weights sum to 1), without
         dropout. Shapes: inputs as ``forward`` -> [E, heads]."""
-        return self._attention(x, edge_index, relation, stage, edge_age, hop, source_degree)[0]
+        return self._attention(x, edges)[0]
 
-    def edge_bias(
-        self,
-        relation: Tensor,
-        stage: Tensor,
-        edge_age: Tensor,
-        hop: Tensor,
-        source_degree: Tensor,
-    ) -> Tensor:
-        """The sum of the switched-on additive bias terms. Shapes: all [E] -> [E, heads]."""
+    def edge_bias(self, edges: EdgeFeatures) -> Tensor:
+        """The sum of the switched-on additive bias terms. Shapes: -> [E, heads]."""
         weight = self.out.weight
-        bias = torch.zeros(
-            relation.size(0), self.config.heads, dtype=weight.dtype, device=weight.device
-        )
+        bias = torch.zeros(len(edges), self.config.heads, dtype=weight.dtype, device=weight.device)
         if self.relation_bias is not None:
-            bias = bias + self.relation_bias(relation)
+            bias = bias + self.relation_bias(edges.relation)
         if self.stage_bias is not None:
-            bias = bias + self.stage_bias(stage + 1)
+            bias = bias + self.stage_bias(edges.stage + 1)
         if self.recency_bias is not None:
-            bias = bias + self.recency_bias(recency_bucket(edge_age, self.config.recency_buckets))
+            bias = bias + self.recency_bias(recency_bucket(edges.age, self.config.recency_buckets))
         if self.hop_bias is not None:
-            bias = bias + self.hop_bias(hop)
+            bias = bias + self.hop_bias(edges.hop)
         if self.popularity is not None:
-            log_degree = torch.log1p(source_degree.to(weight.dtype).clamp_min(0.0)).unsqueeze(-1)
+            log_degree = edges.source_log_degree.to(weight.dtype).clamp_min(0.0).unsqueeze(-1)
             bias = bias + self.popularity(log_degree)
         return bias
 
     def _attention(
         self,
         x: Tensor,
-        edge_index: Tensor,
-        relation: Tensor,
-        stage: Tensor,
-        edge_age: Tensor,
-        hop: Tensor,
-        source_degree: Tensor,
+        edges: EdgeFeatures,
     ) -> tuple[Tensor, Tensor]:
         """Attention weights and relation-aware values per edge. Shapes: [E, H], [E, H, d_h]."""
-        num_nodes, num_edges = x.size(0), edge_index.size(1)
+        num_nodes, num_edges = x.size(0), len(edges)
         heads, head_dim = self.config.heads, self.head_dim
-        source, destination = edge_index
         normed = self.attention_norm(x)
-        query = self.query(normed)[destination].view(num_edges, heads, head_dim)
-        key = self.key(normed)[source] + self.relation_key(relation)
-        value = self.value(normed)[source] + self.relation_value(relation)
+        query = self.query(normed)[edges.destination].view(num_edges, heads, head_dim)
+        key = self.key(normed)[edges.source] + self.relation_key(edges.relation)
+        value = self.value(normed)[edges.source] + self.relation_value(edges.relation)
         logits = (query * key.view(num_edges, heads, head_dim)).sum(-1) / math.sqrt(head_dim)
-        logits = logits + self.edge_bias(relation, stage, edge_age, hop, source_degree)
-        alpha = softmax(logits, destination, num_nodes=num_nodes)
+        logits = logits + self.edge_bias(edges)
+        alpha = softmax(logits, edges.destination, num_nodes=num_nodes)
         return alpha, value.view(num_edges, heads, head_dim)

@@ -2,7 +2,7 @@
 
 The model runs on a homogeneous view: every node of every type is one row (its type kept as an
 index), every edge carries its relation id, funnel stage, age relative to its root seed's time,
-hop and the source node's log-degree, the inputs of the bias-aware attention.
+hop and the source node's log-degree (`EdgeFeatures`), the inputs of the bias-aware attention.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from torch_geometric.data.storage import EdgeStorage
 from torch_geometric.typing import EdgeType
 
 from hier_pipeline.graph.sampler import SampledSubgraph
+from hier_pipeline.model.edges import EdgeFeatures
 
 NO_STAGE = -1
 
@@ -28,12 +29,9 @@ class ModelBatch:
     offsets: dict[str, tuple[int, int]]
     features: dict[str, dict[str, Tensor]]  # per type: x_num, x_cat, n_id (global), content...
     root: Tensor  # [N] root seed of every node (its sampled neighbourhood)
-    edge_index: Tensor  # [2, E] flat node indices, source -> destination
-    relation: Tensor  # [E]
-    stage: Tensor  # [E] funnel stage, num_stages for explicit negative feedback, -1 for neither
-    edge_age: Tensor  # [E] seconds between the edge and its root seed's time
-    hop: Tensor  # [E]
-    source_degree: Tensor  # [E] log1p of the source node's degree in the sampled-from graph
+    # Flat node indices; stage is num_stages for explicit negative feedback, -1 for neither;
+    # source degree is counted in the sampled-from graph.
+    edges: EdgeFeatures
     seed_index: Tensor  # [B] flat indices of the root seeds, in seed order
 
 
@@ -114,14 +112,16 @@ def make_batch(sampled: SampledSubgraph, data: HeteroData, context: GraphContext
         offsets=offsets,
         features=features,
         root=torch.cat(roots),
-        edge_index=torch.cat(parts["index"], dim=1)
+        edges=EdgeFeatures(
+            index=torch.cat(parts["index"], dim=1),
+            relation=torch.cat(parts["relation"]),
+            stage=torch.cat(parts["stage"]),
+            age=torch.cat(parts["age"]),
+            hop=torch.cat(parts["hop"]),
+            source_log_degree=torch.cat(parts["degree"]),
+        )
         if parts["index"]
-        else torch.zeros(2, 0, dtype=torch.long),
-        relation=_cat(parts["relation"]),
-        stage=_cat(parts["stage"]),
-        edge_age=torch.cat(parts["age"]) if parts["age"] else torch.zeros(0),
-        hop=_cat(parts["hop"]),
-        source_degree=torch.cat(parts["degree"]) if parts["degree"] else torch.zeros(0),
+        else EdgeFeatures.empty(),
         seed_index=seed_start + sampled.seed_local,
     )
 
@@ -132,7 +132,3 @@ def _edge_stage(store: EdgeStorage, e_id: Tensor, num_stages: int) -> Tensor:
         return torch.full_like(e_id, NO_STAGE)
     stage = store.edge_stage[e_id]
     return torch.where(store.edge_negative[e_id] & (stage == NO_STAGE), num_stages, stage)
-
-
-def _cat(parts: list[Tensor]) -> Tensor:
-    return torch.cat(parts) if parts else torch.zeros(0, dtype=torch.long)

@@ -74,15 +74,7 @@ class InterestModel(nn.Module):
             [self.inputs(t, batch.features[t]) for t in batch.node_types if _rows(batch, t)]
         )
         for layer in self.layers:
-            h = layer(
-                h,
-                batch.edge_index,
-                batch.relation,
-                batch.stage,
-                batch.edge_age,
-                batch.hop,
-                batch.source_degree,
-            )
+            h = layer(h, batch.edges)
             if self.config.use_primitives:
                 # Grouped by root: a root's neighbourhood never exchanges with another root's (whose
                 # seed time differs), which would leak one seed's future into another's past.

@@ -11,6 +11,7 @@ from torch import Tensor
 from torch_geometric.utils import scatter
 
 from hier_pipeline.model.attention import AttentionConfig, BiasAwareGraphAttention, recency_bucket
+from hier_pipeline.model.edges import EdgeFeatures
 
 CONFIG = AttentionConfig(
     dim=16, heads=2, num_relations=3, num_stages=3, recency_buckets=8, max_hops=3
@@ -27,23 +28,7 @@ SWITCHES = {
 @dataclass(frozen=True)
 class Graph:
     x: Tensor
-    edge_index: Tensor
-    relation: Tensor
-    stage: Tensor
-    edge_age: Tensor
-    hop: Tensor
-    source_degree: Tensor
-
-    def edges(self) -> tuple[Tensor, ...]:
-        """Every argument of the block after ``x``."""
-        return (
-            self.edge_index,
-            self.relation,
-            self.stage,
-            self.edge_age,
-            self.hop,
-            self.source_degree,
-        )
+    edges: EdgeFeatures
 
 
 def _graph(num_nodes: int = 7, num_edges: int = 16, seed: int = 0) -> Graph:
@@ -55,12 +40,14 @@ def _graph(num_nodes: int = 7, num_edges: int = 16, seed: int = 0) -> Graph:
 
     return Graph(
         x=torch.randn(num_nodes, CONFIG.dim, generator=generator),
-        edge_index=torch.stack([ints(0, num_nodes), ints(0, num_nodes - 1)]),
-        relation=ints(0, CONFIG.num_relations),
-        stage=ints(-1, CONFIG.num_stages),
-        edge_age=torch.rand(num_edges, generator=generator) ** 4 * 1e6,
-        hop=ints(0, CONFIG.max_hops),
-        source_degree=ints(1, 100).float(),
+        edges=EdgeFeatures(
+            index=torch.stack([ints(0, num_nodes), ints(0, num_nodes - 1)]),
+            relation=ints(0, CONFIG.num_relations),
+            stage=ints(-1, CONFIG.num_stages),
+            age=torch.rand(num_edges, generator=generator) ** 4 * 1e6,
+            hop=ints(0, CONFIG.max_hops),
+            source_log_degree=torch.log1p(ints(1, 100).float()),
+        ),
     )
 
 
@@ -71,19 +58,19 @@ def _block(config: AttentionConfig = CONFIG, seed: int = 0) -> BiasAwareGraphAtt
 
 def test_shapes_and_attention_normalised_per_destination() -> None:
     graph, block = _graph(), _block()
-    assert block(graph.x, *graph.edges()).shape == (7, CONFIG.dim)
-    alpha = block.attention_weights(graph.x, *graph.edges())
+    assert block(graph.x, graph.edges).shape == (7, CONFIG.dim)
+    alpha = block.attention_weights(graph.x, graph.edges)
     assert alpha.shape == (16, CONFIG.heads)
-    totals = scatter(alpha, graph.edge_index[1], dim=0, dim_size=7)
+    totals = scatter(alpha, graph.edges.destination, dim=0, dim_size=7)
     has_incoming = torch.zeros(7, dtype=torch.bool)
-    has_incoming[graph.edge_index[1]] = True
+    has_incoming[graph.edges.destination] = True
     assert torch.allclose(totals[has_incoming], torch.ones(1))
     assert torch.all(totals[~has_incoming] == 0)
 
 
 def test_gradients_reach_every_parameter() -> None:
     graph, block = _graph(), _block()
-    out = block(graph.x, *graph.edges())
+    out = block(graph.x, graph.edges)
     (out * torch.randn_like(out)).sum().backward()
     for name, parameter in block.named_parameters():
         assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
@@ -91,18 +78,16 @@ def test_gradients_reach_every_parameter() -> None:
 
 def test_deterministic_under_a_seed() -> None:
     graph = _graph()
-    first = _block(seed=3)(graph.x, *graph.edges())
-    second = _block(seed=3)(graph.x, *graph.edges())
+    first = _block(seed=3)(graph.x, graph.edges)
+    second = _block(seed=3)(graph.x, graph.edges)
     assert torch.equal(first, second)
 
 
 def test_node_without_incoming_edges_keeps_its_input_under_attention() -> None:
     graph, block = _graph(), _block()
     isolated = graph.x[-1:]
-    assert torch.equal(block.attend(graph.x, *graph.edges())[-1:], isolated)
-    assert torch.allclose(
-        block(graph.x, *graph.edges())[-1:], block.feed_forward(isolated), atol=1e-6
-    )
+    assert torch.equal(block.attend(graph.x, graph.edges)[-1:], isolated)
+    assert torch.allclose(block(graph.x, graph.edges)[-1:], block.feed_forward(isolated), atol=1e-6)
 
 
 def test_relabelling_nodes_permutes_the_output() -> None:
@@ -110,9 +95,11 @@ def test_relabelling_nodes_permutes_the_output() -> None:
     permutation = torch.randperm(7, generator=torch.Generator().manual_seed(1))
     new_label = torch.empty_like(permutation)
     new_label[permutation] = torch.arange(7)
-    relabelled = replace(graph, x=graph.x[permutation], edge_index=new_label[graph.edge_index])
-    expected = block(graph.x, *graph.edges())[permutation]
-    assert torch.allclose(block(relabelled.x, *relabelled.edges()), expected, atol=1e-6)
+    relabelled = Graph(
+        graph.x[permutation], replace(graph.edges, index=new_label[graph.edges.index])
+    )
+    expected = block(graph.x, graph.edges)[permutation]
+    assert torch.allclose(block(relabelled.x, relabelled.edges), expected, atol=1e-6)
 
 
 @pytest.mark.parametrize("switch", sorted(SWITCHES))
@@ -124,7 +111,7 @@ def test_each_bias_switch_changes_the_output_and_owns_its_parameters(switch: str
     assert sum(p.numel() for p in off.parameters()) < sum(p.numel() for p in on.parameters())
     missing, unexpected = off.load_state_dict(on.state_dict(), strict=False)
     assert not missing and unexpected and all(key.startswith(prefix) for key in unexpected)
-    assert not torch.allclose(on(graph.x, *graph.edges()), off(graph.x, *graph.edges()))
+    assert not torch.allclose(on(graph.x, graph.edges), off(graph.x, graph.edges))
 
 
 def test_stage_bias_learns_to_prefer_the_deep_funnel_edge() -> None:
@@ -143,28 +130,29 @@ def test_stage_bias_learns_to_prefer_the_deep_funnel_edge() -> None:
     stage = torch.tensor([0, 1, 2]).repeat(destinations)
     graph = Graph(
         x=x,
-        edge_index=edge_index,
-        relation=torch.zeros(num_edges, dtype=torch.long),
-        stage=stage,
-        edge_age=torch.rand(num_edges, generator=generator) * 1e5,
-        hop=torch.zeros(num_edges, dtype=torch.long),
-        source_degree=torch.randint(1, 50, (num_edges,), generator=generator).float(),
+        edges=EdgeFeatures(
+            index=edge_index,
+            relation=torch.zeros(num_edges, dtype=torch.long),
+            stage=stage,
+            age=torch.rand(num_edges, generator=generator) * 1e5,
+            hop=torch.zeros(num_edges, dtype=torch.long),
+            source_log_degree=torch.rand(num_edges, generator=generator) * 4,
+        ),
     )
     purchase = stage == 2
     with torch.no_grad():
-        purchase_only = [edge[..., purchase] for edge in graph.edges()]
-        target = block.attend(x, *purchase_only)[:destinations]
+        target = block.attend(x, graph.edges.select(purchase))[:destinations]
     block.requires_grad_(False)
     assert block.stage_bias is not None
     block.stage_bias.requires_grad_(True)
     optimiser = torch.optim.Adam(block.stage_bias.parameters(), lr=0.1)
     for _ in range(50):
         optimiser.zero_grad()
-        loss = (block.attend(x, *graph.edges())[:destinations] - target).pow(2).mean()
+        loss = (block.attend(x, graph.edges)[:destinations] - target).pow(2).mean()
         loss.backward()
         optimiser.step()
     with torch.no_grad():
-        alpha = block.attention_weights(x, *graph.edges())
+        alpha = block.attention_weights(x, graph.edges)
     assert alpha[purchase].mean() > 0.9
     assert alpha[purchase].min() > 0.5  # the purchase edge dominates at every destination
 
