@@ -77,12 +77,15 @@ def interest_model(
 ) -> dg.Output[ModelArtifact]:
     """The graph transformer trained on the funnel events before t1 (deepest stage as the target),
     early-stopped on validation MAP@10 in [t1, t2). Every epoch is logged to MLflow and
-    checkpointed; a killed run resumes from its last checkpoint when re-materialised."""
+    checkpointed; a killed run resumes from its last checkpoint when re-materialised. The model is
+    registered in MLflow as `hier-<dataset>`, a pyfunc with a signature: (entity_type, node_index)
+    rows in, embeddings out."""
     from dataclasses import asdict
 
     from hier_pipeline.evaluation.baselines import popularity_metrics
     from hier_pipeline.evaluation.window import target_window
     from hier_pipeline.model.artifact import save_model
+    from hier_pipeline.model.serving import register_model
     from hier_pipeline.model.train import train_model
 
     spec = dataset.spec()
@@ -109,6 +112,15 @@ def interest_model(
         path = storage.path("models", f"{spec.name}.pt")
         save_model(result.model, path)
         run.log_artifact(path, "model")
+        version = register_model(
+            run,
+            f"hier-{spec.name}",
+            path,
+            relational_graph.path,
+            content_embeddings.path,
+            core.fanouts,
+            core.model.dim,
+        )
     metrics = {k: v for k, v in best.items() if k.startswith("val/")}
     history = markdown_table(
         ["epoch", "total loss", "val MAP@10", "val recall@10", "seconds"],
@@ -135,6 +147,10 @@ def interest_model(
         metadata={
             "path": dg.MetadataValue.path(str(path)),
             "mlflow_run": dg.MetadataValue.url(mlflow.run_url(run)),
+            "registered_model": f"{version.name} v{version.version}",
+            "registered_model_url": dg.MetadataValue.url(
+                mlflow.model_url(version.name, version.version)
+            ),
             "best_epoch": result.best_epoch + 1,
             "val_map@10": round(metrics["val/map@10"], 4),
             "popularity_map@10": round(popularity["map@10"], 4),

@@ -1,10 +1,15 @@
-"""Interest model quality and cost, with its ablations, against popularity on the same window.
+"""Interest model quality and cost: its ablations and the PyG HGTConv peer, against popularity, on
+one split, one candidate set and one training budget.
 
-    .venv/bin/python benchmarks/bench_model.py [DATASET_DIR] [--epochs 4] [--steps 40]
+    .venv/bin/python benchmarks/bench_model.py [DATASET_DIR] [--minutes 20] [--epochs 4 --steps 40]
+        [--variants full,hgt,no_bias,no_primitives,no_distill] [--work DIR] [--embeddings DIR]
 
-Defaults to the synthetic world at scale 1 (generated into a temporary folder). Every variant
-trains with the same seed, data, split and budget; the table reports the best validation MAP@10
-and recall@10 of the target stage (full ranking over all items) and the time per epoch.
+Defaults to the synthetic world at scale 1 (generated into the work folder). With `--minutes`, every
+variant gets the same wall-clock budget of optimisation steps (validation excluded) and stops when
+it is spent; otherwise each runs `--epochs` x `--steps`. The table reports the best validation MAP@10
+and recall@10 of the target (deepest) stage, full ranking over all items, and the time per step.
+`--work` keeps the DuckDB file and the content cache between runs (text encoding dominates a first
+Complete Journey run); `--embeddings` saves each variant's entity embeddings there.
 """
 
 from __future__ import annotations
@@ -15,74 +20,124 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from harness import write_results
 
 
-def variants(base: object) -> dict[str, object]:
+def variants(base: Any) -> dict[str, Any]:
     from hier_pipeline.model.attention import AttentionConfig
-    from hier_pipeline.model.train import TrainConfig
 
-    assert isinstance(base, TrainConfig)
     no_biases = AttentionConfig.with_biases(False)
     return {
-        "full model": base,
-        "no attention biases": replace(base, model=replace(base.model, attention=no_biases)),
-        "no global primitives": replace(base, model=replace(base.model, use_primitives=False)),
-        "no distillation": replace(base, use_distillation=False),
+        "full": base,
+        "hgt": replace(base, model=replace(base.model, backbone="hgt"), use_distillation=False),
+        "no_bias": replace(base, model=replace(base.model, attention=no_biases)),
+        "no_primitives": replace(base, model=replace(base.model, use_primitives=False)),
+        "no_distill": replace(base, use_distillation=False),
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("dataset", nargs="?", type=Path)
+    parser.add_argument("--minutes", type=float, help="training budget per variant")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--steps", type=int, default=40)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--variants", default="full,hgt,no_bias,no_primitives,no_distill")
+    parser.add_argument("--work", type=Path, help="keep the database and content cache here")
+    parser.add_argument("--embeddings", type=Path, help="save each variant's entity embeddings")
     arguments = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
+        return run(arguments, arguments.work or Path(scratch))
 
+
+def run(arguments: argparse.Namespace, work: Path) -> int:
     from hier_pipeline.evaluation.baselines import popularity_metrics
     from hier_pipeline.evaluation.window import target_window
+    from hier_pipeline.model.embeddings import embed_entities
     from hier_pipeline.model.train import TrainConfig, train_model
     from hier_pipeline.pipeline import prepare
     from hier_pipeline.synthetic import SyntheticConfig, generate_world
 
-    with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
-        folder = arguments.dataset or generate_world(
-            Path(scratch) / "world", SyntheticConfig(scale=1.0)
-        )
-        prepared = prepare(folder, Path(scratch), Path(scratch) / "cache")
+    work.mkdir(parents=True, exist_ok=True)
+    folder = arguments.dataset or generate_world(work / "world", SyntheticConfig(scale=1.0))
+    started = time.perf_counter()
+    prepared = prepare(folder, work, work / "content_cache")
+    print(f"prepared in {time.perf_counter() - started:.0f} s")
+    budget = None if arguments.minutes is None else 60.0 * arguments.minutes
+    epochs = 1000 if budget is not None else arguments.epochs  # the budget ends it
     base = TrainConfig(
-        epochs=arguments.epochs, steps_per_epoch=arguments.steps, patience=arguments.epochs
+        epochs=epochs,
+        steps_per_epoch=arguments.steps,
+        patience=epochs,
+        seed=arguments.seed,
+        time_budget_seconds=budget,
     )
     split, graph = prepared.split, prepared.graph
     window = target_window(graph, split.t1, split.t2, base.max_eval_users, base.seed)
     rows: dict[str, dict[str, float]] = {
         "popularity": popularity_metrics(graph, window, split.t1, base.eval_k)
     }
+    chosen = arguments.variants.split(",")
     for name, config in variants(base).items():
-        assert isinstance(config, TrainConfig)
+        if name not in chosen:
+            continue
         started = time.perf_counter()
         result = train_model(
             graph,
             prepared.content,
             split,
             config,
-            progress=lambda line, n=name: print(f"{n}: {line}"),
+            progress=lambda line, n=name: print(f"{n}: {line}", flush=True),
         )
         best = result.history[result.best_epoch]
+        train_seconds = sum(h["time/epoch_seconds"] for h in result.history)
+        steps = (
+            sum(
+                h["throughput/examples_per_second"] * h["time/epoch_seconds"]
+                for h in result.history
+            )
+            / config.batch_size
+        )
         rows[name] = {
             "map@10": best["val/map@10"],
             "recall@10": best["val/recall@10"],
-            "seconds_per_epoch": sum(h["time/epoch_seconds"] for h in result.history)
-            / len(result.history),
+            "best_epoch": result.best_epoch + 1,
+            "epochs": len(result.history),
+            "steps": round(steps),
+            "seconds_per_step": train_seconds / steps,
+            "train_seconds": train_seconds,
             "total_seconds": time.perf_counter() - started,
         }
-    print("| variant | val MAP@10 | val recall@10 | s/epoch |\n|---|---:|---:|---:|")
+        if arguments.embeddings is not None:
+            embed_entities(
+                result.model,
+                graph,
+                prepared.content,
+                arguments.embeddings / f"{name}-seed{arguments.seed}.pt",
+                config.fanouts,
+            )
+    reference = rows.get("full", {}).get("seconds_per_step")
+    print("| variant | val MAP@10 | val recall@10 | steps | s/step | s/step vs full |")
+    print("|---|---:|---:|---:|---:|---:|")
     for name, row in rows.items():
+        per_step = row.get("seconds_per_step")
+        ratio = f"{per_step / reference:.2f}" if per_step and reference else "-"
         print(
-            f"| {name} | {row['map@10']:.4f} | {row['recall@10']:.4f} | {row.get('seconds_per_epoch', 0):.1f} |"
+            f"| {name} | {row['map@10']:.4f} | {row['recall@10']:.4f} | {row.get('steps', '-')} "
+            f"| {f'{per_step:.2f}' if per_step else '-'} | {ratio} |"
         )
-    write_results("model", {"dataset": str(arguments.dataset or "synthetic scale 1"), "rows": rows})
+    dataset = str(arguments.dataset or "synthetic scale 1")
+    results = {
+        "dataset": dataset,
+        "target_stage": graph.metadata.stages[-1],
+        "split": {"t1": split.t1, "t2": split.t2},
+        "budget_minutes": arguments.minutes,
+        "rows": rows,
+    }
+    write_results(f"model-{Path(dataset).name.replace(' ', '_')}", results)
     return 0
 
 

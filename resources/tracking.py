@@ -38,3 +38,6 @@ class MLflowResource(dg.ConfigurableResource):
 
     def run_url(self, run: TrackedRun) -> str:
         return f"{self.ui_url}/#/experiments/{run.experiment_id}/runs/{run.run_id}"
+
+    def model_url(self, name: str, version: str) -> str:
+        return f"{self.ui_url}/#/models/{name}/versions/{version}"

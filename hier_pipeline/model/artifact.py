@@ -12,8 +12,9 @@ from torch import Tensor
 
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.model.attention import AttentionConfig
+from hier_pipeline.model.factory import GraphEncoder, build_model
 from hier_pipeline.model.inputs import InputConfig, node_type_shapes
-from hier_pipeline.model.network import InterestModel, ModelConfig
+from hier_pipeline.model.network import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -25,26 +26,33 @@ class ModelArtifact:
     baselines: dict[str, float]  # e.g. "popularity/map@10", same window and candidates
     run_id: str | None = None
 
-    def load(self, graph: RelationalGraph, content: dict[str, dict[str, Tensor]]) -> InterestModel:
-        payload = torch.load(self.path, weights_only=True)
-        config = ModelConfig(
-            **{
-                **payload["config"],
-                "attention": AttentionConfig(**payload["config"]["attention"]),
-                "inputs": InputConfig(**payload["config"]["inputs"]),
-            }
-        )
-        model = InterestModel(
-            node_type_shapes(graph.data, content),
-            list(graph.data.edge_types),
-            len(graph.metadata.stages),
-            config,
-        )
-        model.load_state_dict(payload["state_dict"])
-        return model.eval()
+    def load(self, graph: RelationalGraph, content: dict[str, dict[str, Tensor]]) -> GraphEncoder:
+        return load_model(self.path, graph, content)
 
 
-def save_model(model: InterestModel, path: Path) -> None:
+def load_model(
+    path: Path, graph: RelationalGraph, content: dict[str, dict[str, Tensor]]
+) -> GraphEncoder:
+    """Rebuild a `save_model` file next to the graph and content it was trained with, in eval mode."""
+    payload = torch.load(path, weights_only=True)
+    config = ModelConfig(
+        **{
+            **payload["config"],
+            "attention": AttentionConfig(**payload["config"]["attention"]),
+            "inputs": InputConfig(**payload["config"]["inputs"]),
+        }
+    )
+    model = build_model(
+        node_type_shapes(graph.data, content),
+        list(graph.data.edge_types),
+        len(graph.metadata.stages),
+        config,
+    )
+    model.load_state_dict(payload["state_dict"])
+    return model.eval()
+
+
+def save_model(model: GraphEncoder, path: Path) -> None:
     """Atomic write of weights and config (plain tensors and numbers: `weights_only` loads it)."""
     payload: dict[str, Any] = {"state_dict": model.state_dict(), "config": asdict(model.config)}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,7 @@ from torch import Tensor
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.model.batch import GraphContext
+from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.network import InterestModel
 
@@ -39,7 +40,7 @@ def role_types(graph: RelationalGraph) -> list[str]:
 
 
 def embed_entities(
-    model: InterestModel,
+    model: GraphEncoder,
     graph: RelationalGraph,
     content: dict[str, dict[str, Tensor]],
     path: Path,
@@ -66,11 +67,16 @@ def embed_entities(
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    torch.save(
-        {"embeddings": vectors, "primitives": model.primitives.primitives.detach().clone()}, partial
-    )
+    torch.save({"embeddings": vectors, "primitives": _primitives(model)}, partial)
     os.replace(partial, path)
     return EmbeddingArtifact(path, as_of, {t: len(v) for t, v in vectors.items()})
+
+
+def _primitives(model: GraphEncoder) -> Tensor:
+    """The interest primitives; a backbone without them (the HGT peer) has none: [0, dim]."""
+    if isinstance(model, InterestModel):
+        return model.primitives.primitives.detach().clone()
+    return torch.zeros(0, model.config.dim)
 
 
 def primitive_usage(artifact: EmbeddingArtifact) -> tuple[int, int]:

@@ -14,12 +14,12 @@ from torch_geometric.data import HeteroData
 
 from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.model.batch import GraphContext, make_batch
-from hier_pipeline.model.network import InterestModel
+from hier_pipeline.model.factory import GraphEncoder
 
 
 @torch.inference_mode()
 def embed_nodes(
-    model: InterestModel,
+    model: GraphEncoder,
     sampler: TemporalNeighborSampler,
     data: HeteroData,
     context: GraphContext,

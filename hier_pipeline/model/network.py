@@ -14,6 +14,7 @@ which is what places a brand-new advertiser or product without retraining.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
@@ -30,6 +31,7 @@ from hier_pipeline.model.primitives import InterestPrimitives
 class ModelConfig:
     """Architecture and ablation switches (each off-switch removes its parameters)."""
 
+    backbone: Literal["interest", "hgt"] = "interest"  # "hgt": the PyG HGTConv peer, see hgt.py
     dim: int = 64
     heads: int = 4
     layers: int = 2

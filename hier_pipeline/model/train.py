@@ -35,6 +35,7 @@ from hier_pipeline.model.distill import (
 )
 from hier_pipeline.model.distributed import average_gradients, join_cluster
 from hier_pipeline.model.examples import ExampleSampler
+from hier_pipeline.model.factory import GraphEncoder, build_model
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
@@ -61,11 +62,14 @@ class TrainConfig:
     eval_k: int = 10
     max_eval_users: int = 1000
     seed: int = 0
+    # Wall-clock seconds of optimisation steps (validation excluded) after which training ends,
+    # mid-epoch if need be: equal-time comparisons between backbones. None: no limit.
+    time_budget_seconds: float | None = None
 
 
 @dataclass
 class TrainResult:
-    model: InterestModel
+    model: GraphEncoder
     best_epoch: int
     best_map: float
     history: list[dict[str, float]]
@@ -98,8 +102,8 @@ class Trainer:
         shapes = node_type_shapes(full, self.content)
         attention = replace(self.config.model.attention, max_hops=len(self.config.fanouts))
         model_config = replace(self.config.model, attention=attention)
-        self.model = InterestModel(shapes, relations, len(meta.stages), model_config)
-        self.teacher = cast(InterestModel, make_teacher(self.model))
+        self.model = build_model(shapes, relations, len(meta.stages), model_config)
+        self.teacher = cast(GraphEncoder, make_teacher(self.model))
         self.distillation = DistillationLoss(
             DistillationConfig(num_primitives=self.config.model.num_primitives)
         )
@@ -155,15 +159,13 @@ class Trainer:
             hard_negative_mask=hard,
             temperature=config.temperature,
         )
-        usage = primitive_usage_loss(
-            self.model.primitives.assign(torch.cat([users, positives])), normalised=True
-        )
-        loss = ranking + config.usage_weight * usage
-        parts = {"loss/ranking": ranking.item(), "loss/usage": usage.item()}
-        if config.use_distillation:
-            distill = self._distillation(item_batch, positives, size)
-            loss = loss + config.distill_weight * distill
-            parts["loss/distillation"] = distill.item()
+        loss, parts = ranking, {"loss/ranking": ranking.item()}
+        if isinstance(self.model, InterestModel):  # the HGT peer has neither term
+            for name, (weight, term) in self._interest_terms(
+                self.model, users, positives, item_batch, size
+            ).items():
+                loss = loss + weight * term
+                parts[name] = term.item()
         self.optimizer.zero_grad(set_to_none=True)
         loss.backward()
         average_gradients(self.model, self.cluster)
@@ -173,22 +175,38 @@ class Trainer:
         parts["loss/total"] = loss.item()
         return parts
 
-    def _distillation(self, item_batch: ModelBatch, behaviour: Tensor, size: int) -> Tensor:
-        """Content view <-> behaviour view of the positive items, EMA teacher on both."""
+    def _interest_terms(
+        self,
+        model: InterestModel,
+        users: Tensor,
+        positives: Tensor,
+        item_batch: ModelBatch,
+        size: int,
+    ) -> dict[str, tuple[float, Tensor]]:
+        """Weighted extra losses: primitive usage, and content <-> behaviour distillation of the
+        positive items with the EMA teacher on both views."""
+        config = self.config
+        usage = primitive_usage_loss(
+            model.primitives.assign(torch.cat([users, positives])), normalised=True
+        )
+        terms = {"loss/usage": (config.usage_weight, usage)}
+        if not config.use_distillation:
+            return terms
+        teacher = cast(InterestModel, self.teacher)
         item_type = self.graph.metadata.item_type
         roots = {k: v[:size] for k, v in item_batch.features[item_type].items()}
-        content = self.model.content_embedding(item_type, roots)
+        content = model.content_embedding(item_type, roots)
         with torch.no_grad():
-            teacher_behaviour = self.teacher(item_batch)[:size]
-            teacher_content = self.teacher.content_embedding(item_type, roots)
-        logits = self.model.primitive_logits
-        teacher_logits = self.teacher.primitive_logits
-        return self.distillation.symmetric(
-            logits(behaviour, 1.0),
-            logits(content, 1.0),
-            teacher_logits(teacher_behaviour, 1.0),
-            teacher_logits(teacher_content, 1.0),
+            teacher_behaviour = teacher(item_batch)[:size]
+            teacher_content = teacher.content_embedding(item_type, roots)
+        distill = self.distillation.symmetric(
+            model.primitive_logits(positives, 1.0),
+            model.primitive_logits(content, 1.0),
+            teacher.primitive_logits(teacher_behaviour, 1.0),
+            teacher.primitive_logits(teacher_content, 1.0),
         )
+        terms["loss/distillation"] = (config.distill_weight, distill)
+        return terms
 
     def validate(self) -> dict[str, float]:
         """Full-ranking metrics of the target stage on [t1, t2): users and items embedded as of t1."""
@@ -217,6 +235,20 @@ class Trainer:
         return {f"val/{name}": value for name, value in metrics.items()}
 
 
+@dataclass
+class Budget:
+    """Training seconds allowed and used; `None` allows any."""
+
+    seconds: float | None
+    used: float = 0.0
+
+    def spent(self, running: float = 0.0) -> bool:
+        return self.seconds is not None and self.used + running >= self.seconds
+
+    def charge(self, seconds: float) -> None:
+        self.used += seconds
+
+
 def train_model(
     graph: RelationalGraph,
     content: dict[str, dict[str, Tensor]],
@@ -233,17 +265,21 @@ def train_model(
     best_epoch, best_map = (state.best_epoch, state.best_map) if state else (-1, -1.0)
     best_weights = state.best_weights if state else None
     metric = f"val/map@{config.eval_k}"
+    budget = Budget(config.time_budget_seconds)
     for epoch in range(len(history), config.epochs):
         started = time.perf_counter()
         trainer.model.train()
-        parts = [trainer.step() for _ in range(config.steps_per_epoch)]
+        parts = []
+        for _ in range(config.steps_per_epoch):
+            parts.append(trainer.step())
+            if budget.spent(time.perf_counter() - started):
+                break
         seconds = time.perf_counter() - started
+        budget.charge(seconds)
         record = {key: float(np.mean([p[key] for p in parts])) for key in parts[0]}
         record.update(trainer.validate())
         record["time/epoch_seconds"] = seconds
-        record["throughput/examples_per_second"] = (
-            config.steps_per_epoch * config.batch_size / seconds
-        )
+        record["throughput/examples_per_second"] = len(parts) * config.batch_size / seconds
         history.append(record)
         if record[metric] > best_map:
             best_epoch, best_map = epoch, record[metric]
@@ -257,7 +293,7 @@ def train_model(
         if checkpoint_dir is not None and trainer.cluster.is_main:
             assert best_weights is not None
             save_checkpoint(checkpoint_dir, trainer, history, best_epoch, best_map, best_weights)
-        if epoch - best_epoch >= config.patience:
+        if epoch - best_epoch >= config.patience or budget.spent():
             break
     if best_weights is not None:
         trainer.model.load_state_dict(best_weights)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
@@ -55,6 +56,7 @@ def test_model_and_embeddings_materialise_with_checks(
     ) == len(model.history)
     embeddings = result.output_for_node("entity_embeddings")
     vectors = embeddings.load()
+    _registered_model_serves_the_same_embeddings(uri, vectors["products"][:5])
     graph = result.output_for_node("relational_graph").load()
     assert set(vectors) == {"users", "advertisers", "products"}
     for node_type, values in vectors.items():
@@ -63,3 +65,20 @@ def test_model_and_embeddings_materialise_with_checks(
     cold = graph.data["products"].time >= result.output_for_node("relational_graph").split.t1
     assert cold.any()  # products first seen after training: embedded inductively, no retrain
     assert torch.isfinite(vectors["products"][cold]).all()
+
+
+def _registered_model_serves_the_same_embeddings(uri: str, expected: torch.Tensor) -> None:
+    """The registry holds a pyfunc with a signature that reproduces the asset's embeddings."""
+    import mlflow.pyfunc
+    import pandas as pd
+
+    versions = MlflowClient(tracking_uri=uri).search_model_versions("name = 'hier-synthetic_ads'")
+    assert len(versions) == 1
+    mlflow.set_tracking_uri(uri)
+    served = mlflow.pyfunc.load_model(f"models:/hier-synthetic_ads/{versions[0].version}")
+    assert served.metadata.signature is not None
+    rows = pd.DataFrame({"entity_type": ["products"] * 5, "node_index": range(5)})
+    assert torch.allclose(torch.from_numpy(served.predict(rows)), expected, atol=1e-5)
+    unknown = pd.DataFrame({"entity_type": ["nope"], "node_index": [0]})
+    with pytest.raises(ValueError, match="unknown entity_type"):
+        served.predict(unknown)
