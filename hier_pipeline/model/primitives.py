@@ -84,10 +84,33 @@ class InterestPrimitives(nn.Module):
 
         Shapes: see the class.
         """
-        num_nodes, num_primitives = x.size(0), self.num_primitives
-        heads, head_dim = self.heads, self.head_dim
+        num_nodes = x.size(0)
         group = x.new_zeros(num_nodes, dtype=torch.long) if batch is None else batch
         num_groups = 1 if batch is None or num_nodes == 0 else int(batch.max()) + 1
+        # Groups are padded to a common width, so they run in buckets of similar size (widths
+        # within a factor of 2): one huge neighbourhood never pads thousands of small ones.
+        sizes = torch.bincount(group, minlength=num_groups)
+        bucket_of_group = torch.log2(sizes.clamp_min(1).double()).ceil().long()
+        nodes = torch.empty_like(x)
+        primitives = x.new_empty(num_groups, self.num_primitives, self.dim)
+        for bucket in torch.unique(bucket_of_group).tolist():
+            members = torch.nonzero(bucket_of_group == bucket).flatten()
+            local_group = torch.full((num_groups,), -1, dtype=torch.long, device=x.device)
+            local_group[members] = torch.arange(len(members), device=x.device)
+            rows = torch.nonzero(local_group[group] >= 0).flatten()
+            nodes[rows], primitives[members] = self._exchange_dense(
+                x[rows],
+                local_group[group[rows]],
+                len(members),
+                None if weights is None else weights[rows],
+            )
+        return nodes, primitives[0] if batch is None else primitives
+
+    def _exchange_dense(
+        self, x: Tensor, group: Tensor, num_groups: int, weights: Tensor | None
+    ) -> tuple[Tensor, Tensor]:
+        """`exchange` for groups of similar size. Shapes: [N, dim] -> [N, dim], [G, K, dim]."""
+        num_primitives, heads, head_dim = self.num_primitives, self.heads, self.head_dim
         scale = math.sqrt(head_dim)
         # Dense per-group layout [G, M, ...] (M = largest group): both steps become batched matrix
         # products over [G, M, K] maps, never [N, K, dim] temporaries and never N x N.
@@ -119,7 +142,7 @@ class InterestPrimitives(nn.Module):
         read = torch.einsum("gmhk,gkhd->gmhd", alpha, value).reshape(groups, width, self.dim)[mask]
         nodes = torch.empty_like(x)
         nodes[order] = self.read_norm(x[order] + self.read.out(read))
-        return nodes, primitives[0] if batch is None else primitives
+        return nodes, primitives
 
     def logits(self, z: Tensor, temperature: float = 0.1) -> Tensor:
         """Cosine similarity to each base primitive over ``temperature``. Shapes: [N, dim] -> [N, K]."""
