@@ -157,29 +157,34 @@ class BiasAwareGraphAttention(nn.Module):
             nn.Dropout(config.dropout),
         )
 
-    def forward(
-        self,
-        x: Tensor,
-        edges: EdgeFeatures,
-    ) -> Tensor:
-        """The full block: attention step then feed-forward step. Shapes: see the class."""
-        attended = self.attend(x, edges)
-        return self.feed_forward(attended)
+    def forward(self, x: Tensor, edges: EdgeFeatures, rows: Tensor | None = None) -> Tensor:
+        """The full block: attention step then feed-forward step. Shapes: see the class.
 
-    def attend(
-        self,
-        x: Tensor,
-        edges: EdgeFeatures,
-    ) -> Tensor:
+        ``rows`` (indices, [R]) are the only nodes whose output is needed, ``edges`` must hold all
+        their incoming edges, and every other node comes back unchanged: deeper layers skip the
+        nodes whose output can no longer reach a root (PyG's trim-to-layer, tighter).
+        """
+        return self.feed_forward(self.attend(x, edges, rows), rows)
+
+    def attend(self, x: Tensor, edges: EdgeFeatures, rows: Tensor | None = None) -> Tensor:
         """The attention step with its residual, ``x'`` above. Shapes: as ``forward``."""
         alpha, values = self._attention(x, edges)
         messages = self.attention_dropout(alpha).unsqueeze(-1) * values
         aggregated = scatter(messages, edges.destination, dim=0, dim_size=x.size(0), reduce="sum")
-        return x + self.out(aggregated.reshape(x.size(0), self.config.dim))
+        aggregated = aggregated.reshape(x.size(0), self.config.dim)
+        if rows is None:
+            return x + self.out(aggregated)
+        return x.index_copy(0, rows, x[rows] + self.out(aggregated[rows]))
 
-    def feed_forward(self, x: Tensor) -> Tensor:
-        """The feed-forward step with its residual, ``x''`` above. Shapes: [N, dim] -> [N, dim]."""
-        return x + self.feed_forward_net(self.feed_forward_norm(x))
+    def feed_forward(self, x: Tensor, rows: Tensor | None = None) -> Tensor:
+        """The feed-forward step with its residual, ``x''`` above, on ``rows`` only if given.
+        Shapes: [N, dim] -> [N, dim]."""
+        if rows is None:
+            return x + self.feed_forward_net(self.feed_forward_norm(x))
+        selected = x[rows]
+        return x.index_copy(
+            0, rows, selected + self.feed_forward_net(self.feed_forward_norm(selected))
+        )
 
     def attention_weights(
         self,
@@ -215,10 +220,11 @@ class BiasAwareGraphAttention(nn.Module):
         """Attention weights and relation-aware values per edge. Shapes: [E, H], [E, H, d_h]."""
         num_nodes, num_edges = x.size(0), len(edges)
         heads, head_dim = self.config.heads, self.head_dim
-        normed = self.attention_norm(x)
-        query = self.query(normed)[edges.destination].view(num_edges, heads, head_dim)
-        key = self.key(normed)[edges.source] + self.relation_key(edges.relation)
-        value = self.value(normed)[edges.source] + self.relation_value(edges.relation)
+        normed = self.attention_norm(x)  # projected per edge end: O(E) work, O(N) only for norms
+        query = self.query(normed[edges.destination]).view(num_edges, heads, head_dim)
+        source = normed[edges.source]
+        key = self.key(source) + self.relation_key(edges.relation)
+        value = self.value(source) + self.relation_value(edges.relation)
         logits = (query * key.view(num_edges, heads, head_dim)).sum(-1) / math.sqrt(head_dim)
         logits = logits + self.edge_bias(edges)
         alpha = softmax(logits, edges.destination, num_nodes=num_nodes)

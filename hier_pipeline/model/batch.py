@@ -29,6 +29,7 @@ class ModelBatch:
     offsets: dict[str, tuple[int, int]]
     features: dict[str, dict[str, Tensor]]  # per type: x_num, x_cat, n_id (global), content...
     root: Tensor  # [N] root seed of every node (its sampled neighbourhood)
+    hop: Tensor  # [N] sampling hop at which each node was first reached; within a type, sorted
     # Flat node indices; stage is num_stages for explicit negative feedback, -1 for neither;
     # source degree is counted in the sampled-from graph.
     edges: EdgeFeatures
@@ -73,7 +74,7 @@ class GraphContext:
 
 def make_batch(sampled: SampledSubgraph, data: HeteroData, context: GraphContext) -> ModelBatch:
     """Gather features by node id and flatten a sampled heterogeneous neighbourhood."""
-    offsets, features, roots, start = {}, {}, [], 0
+    offsets, features, roots, hops, start = {}, {}, [], [], 0
     for node_type in context.node_types:
         n_id = sampled.n_id[node_type]
         offsets[node_type] = (start, start + len(n_id))
@@ -88,6 +89,7 @@ def make_batch(sampled: SampledSubgraph, data: HeteroData, context: GraphContext
         for name, values in context.content.get(node_type, {}).items():
             features[node_type][name] = values[global_id]
         roots.append(sampled.root[node_type])
+        hops.append(sampled.hop[node_type])
     relation_id = {edge_type: i for i, edge_type in enumerate(context.relations)}
     parts: dict[str, list[Tensor]] = {
         k: [] for k in ("index", "relation", "stage", "age", "hop", "degree")
@@ -112,6 +114,7 @@ def make_batch(sampled: SampledSubgraph, data: HeteroData, context: GraphContext
         offsets=offsets,
         features=features,
         root=torch.cat(roots),
+        hop=torch.cat(hops),
         edges=EdgeFeatures(
             index=torch.cat(parts["index"], dim=1),
             relation=torch.cat(parts["relation"]),

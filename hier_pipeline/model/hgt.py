@@ -40,16 +40,30 @@ class HGTBaseline(nn.Module):
             t: self.inputs(t, batch.features[t]) if end > start else torch.zeros(0, self.config.dim)
             for t, (start, end) in batch.offsets.items()
         }
-        edges = batch.edges
+        hop = {t: batch.hop[start:end] for t, (start, end) in batch.offsets.items()}
+        for index, layer in enumerate(self.layers):
+            # PyG's trim-to-layer: layer l sees the nodes within (layers - l) hops, a prefix of
+            # each type (the sampler emits nodes hop by hop), and the edges among them.
+            reach = len(self.layers) - index
+            kept = {t: int((h <= reach).sum()) for t, h in hop.items()}
+            edge_index = self._edge_index(batch, batch.edges.hop <= reach - 1)
+            if not edge_index:
+                continue
+            updated = layer({t: h[: kept[t]] for t, h in x.items()}, edge_index)
+            x = {
+                t: torch.cat([updated[t], h[kept[t] :]]) if t in updated else h
+                for t, h in x.items()
+            }
+        h = torch.cat([x[t] for t in batch.node_types])
+        return F.normalize(self.output(h[batch.seed_index]), dim=-1)
+
+    def _edge_index(self, batch: ModelBatch, keep: Tensor) -> dict[EdgeType, Tensor]:
+        """The kept edges per relation, in each type's local node indices."""
+        edges = batch.edges.select(keep)
         edge_index: dict[EdgeType, Tensor] = {}
         for relation_id in torch.unique(edges.relation).tolist():
             source, _, destination = relation = self.relations[relation_id]
             local = edges.index[:, edges.relation == relation_id]
             shift = torch.tensor([[batch.offsets[source][0]], [batch.offsets[destination][0]]])
             edge_index[relation] = local - shift
-        for layer in self.layers:
-            if edge_index:
-                updated = layer(x, edge_index)  # only types that receive messages come back
-                x = {t: updated.get(t, h) for t, h in x.items()}
-        h = torch.cat([x[t] for t in batch.node_types])
-        return F.normalize(self.output(h[batch.seed_index]), dim=-1)
+        return edge_index

@@ -75,12 +75,17 @@ class InterestModel(nn.Module):
         h = torch.cat(
             [self.inputs(t, batch.features[t]) for t in batch.node_types if _rows(batch, t)]
         )
-        for layer in self.layers:
-            h = layer(h, batch.edges)
+        for index, layer in enumerate(self.layers):
+            # Layer l updates only the nodes within (layers - 1 - l) hops of their root: the
+            # others' outputs cannot reach a root any more. Their incoming edges are exactly the
+            # edges whose destination is that close; every source was updated the layer before.
+            reach = len(self.layers) - 1 - index
+            rows = torch.nonzero(batch.hop <= reach).flatten()
+            h = layer(h, batch.edges.select(batch.edges.hop <= reach), rows)
             if self.config.use_primitives:
                 # Grouped by root: a root's neighbourhood never exchanges with another root's (whose
                 # seed time differs), which would leak one seed's future into another's past.
-                h, _ = self.primitives.exchange(h, batch=batch.root)
+                h, _ = self.primitives.exchange(h, batch=batch.root, rows=rows)
         return F.normalize(self.output(h[batch.seed_index]), dim=-1)
 
     def content_embedding(self, node_type: str, features: dict[str, Tensor]) -> Tensor:

@@ -76,52 +76,46 @@ class InterestPrimitives(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def exchange(
-        self, x: Tensor, batch: Tensor | None = None, weights: Tensor | None = None
+        self,
+        x: Tensor,
+        batch: Tensor | None = None,
+        weights: Tensor | None = None,
+        rows: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
         """Primitives gather from the nodes of each group, then every node reads its group's
         updated primitives. ``weights`` (e.g. a 0/1 mask as floats) scale each node's say in the
-        gathering; a group whose weights are all zero gathers as if unweighted.
+        gathering; a group whose weights are all zero gathers as if unweighted. Only ``rows``
+        (indices), if given, read; the other nodes come back unchanged.
 
         Shapes: see the class.
         """
         num_nodes = x.size(0)
         group = x.new_zeros(num_nodes, dtype=torch.long) if batch is None else batch
         num_groups = 1 if batch is None or num_nodes == 0 else int(batch.max()) + 1
-        # Groups are padded to a common width, so they run in buckets of similar size (widths
-        # within a factor of 2): one huge neighbourhood never pads thousands of small ones.
-        sizes = torch.bincount(group, minlength=num_groups)
-        bucket_of_group = torch.log2(sizes.clamp_min(1).double()).ceil().long()
-        nodes = torch.empty_like(x)
         primitives = x.new_empty(num_groups, self.num_primitives, self.dim)
-        for bucket in torch.unique(bucket_of_group).tolist():
-            members = torch.nonzero(bucket_of_group == bucket).flatten()
-            local_group = torch.full((num_groups,), -1, dtype=torch.long, device=x.device)
-            local_group[members] = torch.arange(len(members), device=x.device)
-            rows = torch.nonzero(local_group[group] >= 0).flatten()
-            nodes[rows], primitives[members] = self._exchange_dense(
-                x[rows],
-                local_group[group[rows]],
-                len(members),
-                None if weights is None else weights[rows],
+        for members, subset, local in _size_buckets(group, num_groups):
+            primitives[members] = self._gather(
+                x[subset], local, len(members), None if weights is None else weights[subset]
             )
+        readers = torch.arange(num_nodes, device=x.device) if rows is None else rows
+        read = x.new_empty(len(readers), self.dim)
+        for members, subset, local in _size_buckets(group[readers], num_groups):
+            read[subset] = self._read(x[readers[subset]], local, primitives[members])
+        nodes = x.index_copy(0, readers, read)
         return nodes, primitives[0] if batch is None else primitives
 
-    def _exchange_dense(
-        self, x: Tensor, group: Tensor, num_groups: int, weights: Tensor | None
-    ) -> tuple[Tensor, Tensor]:
-        """`exchange` for groups of similar size. Shapes: [N, dim] -> [N, dim], [G, K, dim]."""
+    def _gather(self, x: Tensor, group: Tensor, num_groups: int, weights: Tensor | None) -> Tensor:
+        """Each group's primitives after attending over its nodes. Shapes: [N, dim] -> [G, K, dim]."""
         num_primitives, heads, head_dim = self.num_primitives, self.heads, self.head_dim
-        scale = math.sqrt(head_dim)
-        # Dense per-group layout [G, M, ...] (M = largest group): both steps become batched matrix
-        # products over [G, M, K] maps, never [N, K, dim] temporaries and never N x N.
+        # Dense per-group layout [G, M, ...] (M = largest group): batched matrix products over
+        # [G, K, M] maps, never [N, K, dim] temporaries and never N x N.
         order = torch.argsort(group, stable=True)
         dense, mask = to_dense_batch(x[order], group[order], batch_size=num_groups)
         groups, width = dense.shape[:2]
-
         query = self.gather.query(self.primitives).view(num_primitives, heads, head_dim)
         key = self.gather.key(dense).view(groups, width, heads, head_dim)
         value = self.gather.value(dense).view(groups, width, heads, head_dim)
-        logits = torch.einsum("khd,gmhd->gkhm", query, key) / scale
+        logits = torch.einsum("khd,gmhd->gkhm", query, key) / math.sqrt(head_dim)
         if weights is not None:
             tiny = torch.finfo(logits.dtype).tiny
             weight, _ = to_dense_batch(
@@ -133,16 +127,23 @@ class InterestPrimitives(nn.Module):
         pooled = torch.einsum("gkhm,gmhd->gkhd", alpha, value).reshape(
             groups, num_primitives, self.dim
         )
-        primitives = self.gather_norm(self.primitives + self.gather.out(pooled))
+        return self.gather_norm(self.primitives + self.gather.out(pooled))
 
+    def _read(self, x: Tensor, group: Tensor, primitives: Tensor) -> Tensor:
+        """Nodes updated from their group's primitives. Shapes: [N, dim], [G, K, dim] -> [N, dim]."""
+        num_primitives, heads, head_dim = self.num_primitives, self.heads, self.head_dim
+        order = torch.argsort(group, stable=True)
+        dense, mask = to_dense_batch(x[order], group[order], batch_size=len(primitives))
+        groups, width = dense.shape[:2]
         query = self.read.query(dense).view(groups, width, heads, head_dim)
         key = self.read.key(primitives).view(groups, num_primitives, heads, head_dim)
         value = self.read.value(primitives).view(groups, num_primitives, heads, head_dim)
-        alpha = self.dropout((torch.einsum("gmhd,gkhd->gmhk", query, key) / scale).softmax(dim=-1))
+        logits = torch.einsum("gmhd,gkhd->gmhk", query, key) / math.sqrt(head_dim)
+        alpha = self.dropout(logits.softmax(dim=-1))
         read = torch.einsum("gmhk,gkhd->gmhd", alpha, value).reshape(groups, width, self.dim)[mask]
         nodes = torch.empty_like(x)
         nodes[order] = self.read_norm(x[order] + self.read.out(read))
-        return nodes, primitives
+        return nodes
 
     def logits(self, z: Tensor, temperature: float = 0.1) -> Tensor:
         """Cosine similarity to each base primitive over ``temperature``. Shapes: [N, dim] -> [N, K]."""
@@ -151,3 +152,20 @@ class InterestPrimitives(nn.Module):
     def assign(self, z: Tensor, temperature: float = 0.1) -> Tensor:
         """Soft assignments over the K primitives (rows sum to 1). Shapes: [N, dim] -> [N, K]."""
         return self.logits(z, temperature).softmax(dim=-1)
+
+
+def _size_buckets(group: Tensor, num_groups: int) -> list[tuple[Tensor, Tensor, Tensor]]:
+    """Groups in buckets of similar size (within a factor of 2), so that padding each bucket to
+    its largest group wastes little however skewed the sizes: one huge neighbourhood never pads
+    thousands of small ones. Per bucket: (its groups [G_b], its rows [N_b], their group in 0..G_b-1).
+    """
+    sizes = torch.bincount(group, minlength=num_groups)
+    bucket_of_group = torch.log2(sizes.clamp_min(1).double()).ceil().long()
+    buckets = []
+    for bucket in torch.unique(bucket_of_group).tolist():
+        members = torch.nonzero(bucket_of_group == bucket).flatten()
+        local_group = torch.full((num_groups,), -1, dtype=torch.long, device=group.device)
+        local_group[members] = torch.arange(len(members), device=group.device)
+        rows = torch.nonzero(local_group[group] >= 0).flatten()
+        buckets.append((members, rows, local_group[group[rows]]))
+    return buckets

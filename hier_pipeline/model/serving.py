@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import mlflow.pyfunc
-from mlflow.pyfunc import PythonModel
 import numpy as np
 import pandas as pd
 import torch
 from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.models import ModelSignature
+from mlflow.pyfunc import PythonModel
 from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
 
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler

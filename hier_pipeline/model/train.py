@@ -277,7 +277,9 @@ def train_model(
         seconds = time.perf_counter() - started
         budget.charge(seconds)
         record = {key: float(np.mean([p[key] for p in parts])) for key in parts[0]}
+        validation_started = time.perf_counter()
         record.update(trainer.validate())
+        record["time/validation_seconds"] = time.perf_counter() - validation_started
         record["time/epoch_seconds"] = seconds
         record["throughput/examples_per_second"] = len(parts) * config.batch_size / seconds
         history.append(record)
