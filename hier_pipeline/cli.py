@@ -45,6 +45,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     where = commands.add_parser("where", help="say where the pipeline's outputs and UIs are")
     where.set_defaults(run=_where)
 
+    _add_interest_queries(commands)
+
     arguments = parser.parse_args(argv)
     return int(arguments.run(arguments))
 
@@ -96,6 +98,90 @@ def _train(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _add_interest_queries(commands: argparse._SubParsersAction) -> None:
+    """`hier interests QUERY ...`: the retrieval API over the materialised interests."""
+    interests = commands.add_parser(
+        "interests", help="query the materialised interest tokens and embeddings"
+    )
+    queries = interests.add_subparsers(dest="query", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--dataset", help="dataset name under $HIER_HOME/interests (default: the only one)"
+    )
+    common.add_argument("--json", action="store_true", help="print JSON")
+    counted = argparse.ArgumentParser(add_help=False, parents=[common])
+    counted.add_argument("--k", type=int, default=10, help="how many to return")
+    ranked = argparse.ArgumentParser(add_help=False, parents=[counted])
+    ranked.add_argument("--by", choices=["embedding", "tokens"], default="embedding")
+
+    recommend = queries.add_parser(
+        "recommend", parents=[ranked], help="top items (or advertisers) for a user"
+    )
+    recommend.add_argument("user")
+    recommend.add_argument("--advertisers", action="store_true", help="rank advertisers instead")
+    recommend.set_defaults(
+        ask=lambda index, a: (index.top_advertisers if a.advertisers else index.top_items)(
+            a.user, a.k, a.by
+        )
+    )
+    similar = queries.add_parser("similar", parents=[ranked], help="items similar to an item")
+    similar.add_argument("item")
+    similar.set_defaults(ask=lambda index, a: index.similar_items(a.item, a.k, a.by))
+    explain = queries.add_parser(
+        "explain", parents=[common], help="why an item suits a user: the tokens they share"
+    )
+    explain.add_argument("user")
+    explain.add_argument("item")
+    explain.set_defaults(ask=lambda index, a: index.explain(a.user, a.item))
+    users = queries.add_parser(
+        "users", parents=[counted], help="users closest to an interest token"
+    )
+    users.add_argument("token", help="e.g. L1:07.3")
+    users.set_defaults(ask=lambda index, a: index.users_for_interest(a.token, a.k))
+    serves = queries.add_parser(
+        "serves", parents=[common], help="the interests an advertiser serves"
+    )
+    serves.add_argument("advertiser")
+    serves.set_defaults(ask=lambda index, a: index.advertiser_interests(a.advertiser))
+    interests.set_defaults(run=_interests)
+
+
+def _interests(arguments: argparse.Namespace) -> int:
+    """Exit 2 with a one-line reason when the outputs or an id are missing."""
+    from dataclasses import asdict
+
+    from hier_pipeline.interests.artifact import find_interest_folder
+    from hier_pipeline.interests.index import InterestIndex, UnknownEntityError
+
+    try:
+        index = InterestIndex.open(find_interest_folder(default_home(), arguments.dataset))
+        answer = arguments.ask(index, arguments)
+    except (FileNotFoundError, UnknownEntityError, ValueError) as error:
+        print(f"hier interests {arguments.query}: {error}", file=sys.stderr)
+        return 2
+    plain = [asdict(row) for row in answer] if isinstance(answer, list) else asdict(answer)
+    if arguments.json:
+        print(json.dumps(plain, indent=2))
+    elif isinstance(plain, list):  # matches or interests
+        print(_table(plain))
+    else:  # an explanation: its scores, then the shared tokens
+        shared = plain.pop("shared")
+        print("\n".join(f"{k}: {v}" for k, v in plain.items()) + "\n\n" + _table(shared))
+    return 0
+
+
+def _table(rows: list[dict[str, object]]) -> str:
+    if not rows:
+        return "(nothing)"
+    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.values()] for r in rows]
+    headers = list(rows[0])
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    lines = [headers, *cells]
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
+    )
+
+
 def _where(arguments: argparse.Namespace) -> int:
     """The outputs on disk, stage by stage, and how to open the UIs."""
     home = default_home()
@@ -106,6 +192,7 @@ def _where(arguments: argparse.Namespace) -> int:
         ("content", "content/*.pt"),
         ("model", "models/*.pt"),
         ("embeddings", "embeddings/*.pt"),
+        ("interests", "interests/*/*.*"),
     ):
         files = sorted(home.glob(pattern))
         listed = ", ".join(

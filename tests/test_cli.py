@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders import TINY_FILES, tiny_description, write_dataset
 
 HIER = shutil.which("hier") or str(Path(sys.executable).with_name("hier"))
@@ -55,3 +57,12 @@ def test_generate_writes_a_world_that_validates(tmp_path: Path) -> None:
     assert report["valid"] is True
     assert report["tables"]["events"]["accepted"] > 1000
     assert all(table["quarantined"] == 0 for table in report["tables"].values())
+
+
+def test_interest_queries_say_what_to_materialise_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIER_HOME", str(tmp_path))
+    result = hier("interests", "recommend", "1")
+    assert result.returncode == 2
+    assert "materialise interest_tokens first" in result.stderr

@@ -1,0 +1,79 @@
+"""The interests stage end to end, as the assets, the command line and benchmarks run it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from hier_pipeline.dataset.spec import DatasetSpec
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.interests.artifact import (
+    HIERARCHY_FILE,
+    HierarchyArtifact,
+    Tokens,
+    TokensArtifact,
+    save_hierarchy,
+    save_tokens,
+)
+from hier_pipeline.interests.entities import item_texts, primary_keys
+from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
+from hier_pipeline.interests.labels import distinctive_words, nearest_members
+from hier_pipeline.interests.quality import level_agreement
+from hier_pipeline.interests.supergraph import build_supergraph, supergraph_stats
+from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
+from hier_pipeline.interests.vocabulary import usage_stats, vocabulary_table
+from hier_pipeline.model.embeddings import EmbeddingArtifact
+
+
+def build_interest_hierarchy(
+    embeddings: EmbeddingArtifact,
+    graph: RelationalGraph,
+    folder: Path,
+    config: HierarchyConfig,
+) -> HierarchyArtifact:
+    """The tree over the item embeddings, the super-graph of the funnel events, and the stability
+    of the tree: its agreement per level with a second tree grown from the next seed."""
+    meta = graph.metadata
+    vectors = embeddings.load()
+    items = vectors[meta.item_type]
+    hierarchy = build_hierarchy(items, config)
+    supergraph = build_supergraph(
+        graph, hierarchy.path(vectors[meta.user_type]), hierarchy.members, hierarchy
+    )
+    other = build_hierarchy(items, replace(config, seed=config.seed + 1))
+    stability = [
+        level_agreement(hierarchy.members[:, level], other.members[:, level])
+        for level in range(hierarchy.levels)
+    ]
+    stats = supergraph_stats(supergraph, hierarchy, graph)
+    return save_hierarchy(hierarchy, supergraph, folder / HIERARCHY_FILE, stats, stability)
+
+
+def build_interest_tokens(
+    embeddings: EmbeddingArtifact,
+    hierarchy: HierarchyArtifact,
+    spec: DatasetSpec,
+    database: Path,
+    folder: Path,
+    config: TokenConfig,
+    examples: int = 3,
+) -> TokensArtifact:
+    """Bags for every embedded entity, and the vocabulary: labels from the item text in the
+    warehouse, examples keyed by the items' primary keys."""
+    tree = hierarchy.load()
+    vectors = embeddings.load()
+    bags = {node_type: assign_tokens(v, tree, config) for node_type, v in vectors.items()}
+    keys = primary_keys(database, spec, list(vectors))
+    item_keys = keys[spec.roles.item]
+    nearest = nearest_members(vectors[spec.roles.item], tree, examples)
+    vocabulary = vocabulary_table(
+        tree,
+        bags,
+        distinctive_words(item_texts(database, spec), tree),
+        [[item_keys[i] for i in members] for members in nearest],
+    )
+    roles = {"user": spec.roles.user, "item": spec.roles.item}
+    if spec.roles.advertiser is not None:
+        roles["advertiser"] = spec.roles.advertiser
+    tokens = Tokens(bags, keys, roles, embeddings.path, hierarchy.path)
+    return save_tokens(tokens, vocabulary, folder, usage_stats(tree, bags))
