@@ -189,10 +189,17 @@ class TemporalNeighborSampler:
             )
         self.rng = np.random.default_rng(config.seed)
 
-    def sample(self, seed_type: str, seed_nodes: Tensor, seed_time: Tensor) -> SampledSubgraph:
+    def sample(
+        self,
+        seed_type: str,
+        seed_nodes: Tensor,
+        seed_time: Tensor,
+        strategy: Strategy | None = None,
+    ) -> SampledSubgraph:
         """The neighbourhoods of ``seed_nodes``, each limited to edges before its ``seed_time``.
 
-        A seed listed twice is two roots (two disjoint neighbourhoods).
+        A seed listed twice is two roots (two disjoint neighbourhoods). ``strategy`` overrides
+        the config's for this call, so training and inference share one index.
 
         Shapes: ``seed_nodes``, ``seed_time`` [B] (int64) -> ``SampledSubgraph`` with B roots.
         """
@@ -215,7 +222,9 @@ class TemporalNeighborSampler:
                     continue
                 gid, root, local = frontier[dst]
                 start, count = csr.valid_range(gid, limit[root])
-                row, offset = draw_offsets(count, fanout, self.config.strategy, self.rng)
+                row, offset = draw_offsets(
+                    count, fanout, strategy or self.config.strategy, self.rng
+                )
                 position = start[row] + offset
                 src_local, new = nodes[src].add(csr.src[position], root[row], hop)
                 parts[edge_type].append((src_local, local[row], csr.e_id[position]))

@@ -53,10 +53,16 @@ class GraphContext:
         relations: list[EdgeType],
         num_stages: int,
         content: dict[str, dict[str, Tensor]],
+        before: int | None = None,
     ) -> GraphContext:
+        """Degrees count only edges before `before` when given: a model judged as of t1 must not
+        see later popularity."""
         degree = {t: torch.zeros(int(data[t].num_nodes)) for t in data.node_types}
         for edge_type in data.edge_types:
-            source = data[edge_type].edge_index[0]
+            store = data[edge_type]
+            source = store.edge_index[0]
+            if before is not None:
+                source = source[store.edge_time < before]
             degree[edge_type[0]].index_add_(0, source, torch.ones(source.numel()))
         global_id = {
             t: data[t].global_id if "global_id" in data[t] else torch.arange(int(data[t].num_nodes))

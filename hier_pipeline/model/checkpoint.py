@@ -33,7 +33,7 @@ def _generators(trainer: Trainer) -> dict[str, Any]:
     return {
         "trainer": trainer.rng.bit_generator,
         "examples": trainer.examples.rng.bit_generator,
-        "sampler": trainer.train_sampler.rng.bit_generator,
+        "sampler": trainer.sampler.rng.bit_generator,
     }
 
 

@@ -1,4 +1,4 @@
-"""Training examples drawn from the training graph's `engaged` edges.
+"""Training examples drawn from the `engaged` edges before the end of training (t1).
 
 Positives are funnel events. A stage is drawn with probability proportional to its funnel weight
 (the deepest stage, the target, most often) and an event uniformly within it: this is how the loss
@@ -42,11 +42,18 @@ class ExampleBatch:
 
 class ExampleSampler:
     def __init__(
-        self, data: HeteroData, metadata: GraphMetadata, seed: int, stage_ratio: float = 0.3
+        self,
+        data: HeteroData,
+        metadata: GraphMetadata,
+        seed: int,
+        before: int | None = None,
+        stage_ratio: float = 0.3,
     ) -> None:
         engaged = data[metadata.engaged]
-        self.user, self.item = engaged.edge_index[0].numpy(), engaged.edge_index[1].numpy()
-        self.time, stage = engaged.edge_time.numpy(), engaged.edge_stage.numpy()
+        early = slice(None) if before is None else (engaged.edge_time < before).numpy()
+        self.user = engaged.edge_index[0].numpy()[early]
+        self.item = engaged.edge_index[1].numpy()[early]
+        self.time, stage = engaged.edge_time.numpy()[early], engaged.edge_stage.numpy()[early]
         self.stage = stage
         weights = default_stage_weights(len(metadata.stages), stage_ratio).numpy()
         self.by_stage = [np.flatnonzero(stage == s) for s in range(len(metadata.stages))]
@@ -56,7 +63,7 @@ class ExampleSampler:
         self.stage_probability = (
             np.where(present, weights, 0.0) / np.where(present, weights, 0.0).sum()
         )
-        negative = engaged.edge_negative.numpy()
+        negative = engaged.edge_negative.numpy()[early]
         order = np.argsort(self.user[negative], kind="stable")
         self.negative_items = self.item[negative][order]
         self.negative_start = np.searchsorted(

@@ -2,6 +2,7 @@
 
 A node is embedded from its own features and content plus whatever neighbourhood existed before
 the time asked for, so entities that arrived after training (cold start) need no retraining.
+Neighbours are the most recent ones (deterministic), whatever the sampler's training strategy.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def embed_nodes(
     parts = []
     for start in range(0, len(nodes), chunk):
         sampled = sampler.sample(
-            node_type, nodes[start : start + chunk], times[start : start + chunk]
+            node_type, nodes[start : start + chunk], times[start : start + chunk], "recent"
         )
         parts.append(model(make_batch(sampled, data, context)))
         if progress is not None:

@@ -1,4 +1,4 @@
-"""Train the interest model on the training graph; validate on the window [t1, t2) of the full graph.
+"""Train the interest model on the events before t1; validate on the window [t1, t2).
 
 One step: draw funnel positives (deep stages most often), sample every root's temporal
 neighbourhood (users, positive items, the user's "not interested" items, random items), embed them,
@@ -12,19 +12,19 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import cast
 
 import numpy as np
 import torch
 from torch import Tensor
-from torch_geometric.data import HeteroData
 
 from hier_pipeline.evaluation.metrics import evaluate_embeddings
 from hier_pipeline.evaluation.window import target_window
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.graph.split import TemporalSplit, training_graph
+from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.model.batch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.checkpoint import load_checkpoint, save_checkpoint
 from hier_pipeline.model.distill import (
@@ -86,20 +86,17 @@ class Trainer:
 
     def __post_init__(self) -> None:
         torch.manual_seed(self.config.seed)
-        meta, full = self.graph.metadata, self.graph.data
-        self.train_data: HeteroData = training_graph(self.graph, self.split)
-        relations = list(full.edge_types)
-        self.train_context = GraphContext.of(
-            self.train_data, relations, len(meta.stages), self.content
+        meta, data, t1 = self.graph.metadata, self.graph.data, self.split.t1
+        # One graph, one sampler index: the temporal sampler never crosses a seed's time, and
+        # training seeds are all before t1, so no separate training graph needs to be held.
+        relations = list(data.edge_types)
+        self.context = GraphContext.of(data, relations, len(meta.stages), self.content, t1)
+        self.sampler = TemporalNeighborSampler(
+            data, SamplerConfig(fanouts=self.config.fanouts, seed=self.config.seed)
         )
-        self.full_context = GraphContext.of(full, relations, len(meta.stages), self.content)
-        sampler_config = SamplerConfig(fanouts=self.config.fanouts, seed=self.config.seed)
-        self.train_sampler = TemporalNeighborSampler(self.train_data, sampler_config)
-        self.full_sampler = TemporalNeighborSampler(
-            full, SamplerConfig(self.config.fanouts, "recent", self.config.seed)
-        )
-        self.examples = ExampleSampler(self.train_data, meta, self.config.seed)
-        shapes = node_type_shapes(full, self.content)
+        self.examples = ExampleSampler(data, meta, self.config.seed, before=t1)
+        self.known_items = torch.nonzero(data[meta.item_type].time < t1).flatten()
+        shapes = node_type_shapes(data, self.content)
         attention = replace(self.config.model.attention, max_hops=len(self.config.fanouts))
         model_config = replace(self.config.model, attention=attention)
         self.model = build_model(shapes, relations, len(meta.stages), model_config)
@@ -124,23 +121,20 @@ class Trainer:
         batch = self.examples.draw(config.batch_size).shard(self.cluster)
         size = len(batch.user)
         hard = batch.hard_item >= 0
-        random_items = torch.from_numpy(
-            self.rng.integers(0, self.train_data[meta.item_type].num_nodes, config.random_negatives)
-        )
+        random_items = self.known_items[
+            torch.from_numpy(self.rng.integers(0, len(self.known_items), config.random_negatives))
+        ]
         random_times = batch.time[
             torch.from_numpy(self.rng.integers(0, size, config.random_negatives))
         ]
         items = torch.cat([batch.item, batch.hard_item[hard], random_items])
         item_times = torch.cat([batch.time, batch.time[hard], random_times])
+        data = self.graph.data
         user_batch = make_batch(
-            self.train_sampler.sample(meta.user_type, batch.user, batch.time),
-            self.train_data,
-            self.train_context,
+            self.sampler.sample(meta.user_type, batch.user, batch.time), data, self.context
         )
         item_batch = make_batch(
-            self.train_sampler.sample(meta.item_type, items, item_times),
-            self.train_data,
-            self.train_context,
+            self.sampler.sample(meta.item_type, items, item_times), data, self.context
         )
         users, item_embeddings = self.model(user_batch), self.model(item_batch)
         positives, hard_embeddings = (
@@ -210,28 +204,15 @@ class Trainer:
 
     def validate(self) -> dict[str, float]:
         """Full-ranking metrics of the target stage on [t1, t2): users and items embedded as of t1."""
-        meta, full, config = self.graph.metadata, self.graph.data, self.config
-        window = self.window
-        users = embed_nodes(
-            self.model,
-            self.full_sampler,
-            full,
-            self.full_context,
-            meta.user_type,
-            window.users,
-            self.split.t1,
+        meta, data, config, t1 = self.graph.metadata, self.graph.data, self.config, self.split.t1
+        embed = partial(embed_nodes, self.model, self.sampler, data, self.context)
+        users = embed(meta.user_type, self.window.users, t1)
+        item_embeddings = embed(
+            meta.item_type, torch.arange(int(data[meta.item_type].num_nodes)), t1
         )
-        items = torch.arange(int(full[meta.item_type].num_nodes))
-        item_embeddings = embed_nodes(
-            self.model,
-            self.full_sampler,
-            full,
-            self.full_context,
-            meta.item_type,
-            items,
-            self.split.t1,
+        metrics = evaluate_embeddings(
+            users, item_embeddings, self.window.relevant, ks=(config.eval_k,)
         )
-        metrics = evaluate_embeddings(users, item_embeddings, window.relevant, ks=(config.eval_k,))
         return {f"val/{name}": value for name, value in metrics.items()}
 
 
