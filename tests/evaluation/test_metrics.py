@@ -110,3 +110,13 @@ def test_evaluate_embeddings_ranks_a_planted_item_first() -> None:
     relevant = truth([[2], [5]], num_items=6)
     got = evaluate_embeddings(user, item, relevant, ks=(1, 3), chunk=1)
     assert got["recall@1"] == got["ndcg@3"] == got["map@3"] == 1.0
+
+
+def test_k_larger_than_the_candidate_set_counts_the_padding_as_misses() -> None:
+    # One candidate left for user 0 (the rest excluded), none for user 1: -1 pads the lists.
+    relevant = truth([[0, 2], [1]], num_items=3)
+    got = ranking_metrics(torch.tensor([[2, -1, -1], [-1, -1, -1]]), relevant, ks=(3,))
+    assert got["recall@3"] == pytest.approx((1 / 2 + 0) / 2)
+    assert got["map@3"] == pytest.approx((1 / 2 + 0) / 2)  # (precision@1 = 1) / min(3, |R| = 2)
+    assert got["ndcg@3"] == pytest.approx((1 / (1 + 1 / math.log2(3)) + 0) / 2)
+    assert got["hit@3"] == pytest.approx(1 / 2)

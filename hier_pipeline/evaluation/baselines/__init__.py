@@ -1,0 +1,56 @@
+"""Baselines scored on the same split, window and candidates as the model (`evaluate_baselines`).
+
+Each baseline is a `Recommender` (fit on `Interactions`, score every item for a batch of users);
+`recommend` ranks all of them the same way and `tune` gives each the same small grid.
+"""
+
+from hier_pipeline.evaluation.baselines.content_knn import ContentKNN, item_vectors
+from hier_pipeline.evaluation.baselines.ease import EASE
+from hier_pipeline.evaluation.baselines.evaluate import (
+    BASELINES,
+    Baseline,
+    BaselineEvaluation,
+    evaluate_baselines,
+)
+from hier_pipeline.evaluation.baselines.graphsage import GraphSAGERecommender, HeteroSAGE
+from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMatrix
+from hier_pipeline.evaluation.baselines.itemknn import ItemKNN
+from hier_pipeline.evaluation.baselines.lightgcn import LightGCNRecommender
+from hier_pipeline.evaluation.baselines.popularity import Popularity, popularity_metrics
+from hier_pipeline.evaluation.baselines.protocol import repeat_rate, warm_window
+from hier_pipeline.evaluation.baselines.recommender import (
+    UNSCORED,
+    Budget,
+    Recommender,
+    recommend,
+)
+from hier_pipeline.evaluation.baselines.repeat import Repeat
+from hier_pipeline.evaluation.baselines.tuning import TuningResult, fit_and_rank, tune
+
+__all__ = [
+    "BASELINES",
+    "EASE",
+    "UNSCORED",
+    "Baseline",
+    "BaselineEvaluation",
+    "Budget",
+    "ContentKNN",
+    "GraphSAGERecommender",
+    "HeteroSAGE",
+    "Interactions",
+    "ItemKNN",
+    "LightGCNRecommender",
+    "PairMatrix",
+    "Popularity",
+    "Recommender",
+    "Repeat",
+    "TuningResult",
+    "evaluate_baselines",
+    "fit_and_rank",
+    "item_vectors",
+    "popularity_metrics",
+    "recommend",
+    "repeat_rate",
+    "tune",
+    "warm_window",
+]

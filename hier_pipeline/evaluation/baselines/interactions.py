@@ -1,0 +1,163 @@
+"""The training-time events every baseline learns from, extracted once from the graph.
+
+An interaction is a positive funnel event (user, item, time, stage) strictly before a cutoff;
+explicit "not interested" feedback is left out (no baseline here can use it as a positive). Each
+event weighs ``w_s = ratio ** (S - 1 - s)`` (``default_stage_weights``: the target stage 1.0, each
+shallower stage x0.3, so an impression counts 0.027 of a purchase in a 4-stage funnel): deeper
+stages say more about what a user wants, shallow ones still help where deep ones are rare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from hier_pipeline.evaluation.metrics import UserItems
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.model.losses import default_stage_weights
+
+DAY = 86_400
+
+
+def sparse(rows: Tensor, cols: Tensor, values: Tensor, shape: tuple[int, int]) -> Tensor:
+    """A coalesced sparse COO matrix: entries sorted by row then column, duplicates summed."""
+    indices = torch.stack([rows, cols])
+    return torch.sparse_coo_tensor(indices, values, shape, check_invariants=False).coalesce()
+
+
+def csr_entries(rowptr: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
+    """(position in `rows`, entry index) of every entry of the given CSR rows, row by row.
+
+    Shapes: rowptr [R_all + 1], rows [R] -> [nnz'] each.
+    """
+    count = rowptr[rows + 1] - rowptr[rows]
+    row = torch.repeat_interleave(torch.arange(len(rows)), count)
+    first = torch.repeat_interleave(torch.cumsum(count, 0) - count, count)
+    return row, torch.repeat_interleave(rowptr[rows], count) + torch.arange(len(row)) - first
+
+
+@dataclass(frozen=True)
+class PairMatrix:
+    """A sparse user x item matrix in CSR form: user u's entries are at rowptr[u]:rowptr[u + 1],
+    items ascending. Shapes: rowptr [num_users + 1], item [nnz] long, value [nnz] float32.
+    """
+
+    rowptr: Tensor
+    item: Tensor
+    value: Tensor
+    num_items: int
+
+    @classmethod
+    def from_events(
+        cls, user: Tensor, item: Tensor, value: Tensor, num_users: int, num_items: int
+    ) -> PairMatrix:
+        """Sum the values of repeated (user, item) pairs. Shapes: user, item, value [E]."""
+        pairs = sparse(user, item, value, (num_users, num_items))
+        rowptr = torch.zeros(num_users + 1, dtype=torch.long)
+        torch.cumsum(torch.bincount(pairs.indices()[0], minlength=num_users), 0, out=rowptr[1:])
+        return cls(rowptr, pairs.indices()[1], pairs.values(), num_items)
+
+    @property
+    def num_users(self) -> int:
+        return len(self.rowptr) - 1
+
+    @property
+    def user(self) -> Tensor:
+        """The user of every entry. Shapes: [nnz]."""
+        return torch.repeat_interleave(torch.arange(self.num_users), self.rowptr.diff())
+
+    def with_values(self, value: Tensor) -> PairMatrix:
+        return PairMatrix(self.rowptr, self.item, value, self.num_items)
+
+    def dense(self, users: Tensor) -> Tensor:
+        """The rows of `users`, dense. Shapes: users [U] -> [U, num_items]."""
+        row, entry = csr_entries(self.rowptr, users)
+        out = torch.zeros(len(users), self.num_items)
+        out[row, self.item[entry]] = self.value[entry]
+        return out
+
+
+@dataclass(frozen=True)
+class Interactions:
+    """Positive events before `before`, in graph node ids.
+
+    Shapes: user, item, time, stage [E] long; weight [E] float32 (the stage's weight).
+    """
+
+    user: Tensor
+    item: Tensor
+    time: Tensor
+    stage: Tensor
+    weight: Tensor
+    num_users: int
+    num_items: int
+    num_stages: int
+    before: int
+
+    @classmethod
+    def from_graph(
+        cls, graph: RelationalGraph, before: int, stage_weights: Tensor | None = None
+    ) -> Interactions:
+        """Every funnel event of the `engaged` edges before `before`, negatives excluded.
+
+        `stage_weights` [S] defaults to `default_stage_weights(S)` (see the module doc).
+        """
+        meta, data = graph.metadata, graph.data
+        engaged = data[meta.engaged]
+        keep = (engaged.edge_time < before) & (engaged.edge_stage >= 0) & ~engaged.edge_negative
+        weights = (
+            default_stage_weights(len(meta.stages)) if stage_weights is None else stage_weights
+        )
+        stage = engaged.edge_stage[keep]
+        return cls(
+            user=engaged.edge_index[0, keep],
+            item=engaged.edge_index[1, keep],
+            time=engaged.edge_time[keep],
+            stage=stage,
+            weight=weights.float()[stage],
+            num_users=int(data[meta.user_type].num_nodes),
+            num_items=int(data[meta.item_type].num_nodes),
+            num_stages=len(meta.stages),
+            before=before,
+        )
+
+    def pair_weights(self, half_life_days: float | None = None) -> PairMatrix:
+        """Sum over each (user, item) pair's events of weight x 2^(-age / half-life), age counted
+        back from `before`; without a half-life, no decay.
+        """
+        weight = self.weight
+        if half_life_days is not None:
+            age_days = (self.before - self.time).double() / DAY
+            weight = weight * torch.exp2(-age_days / half_life_days).float()
+        return PairMatrix.from_events(self.user, self.item, weight, self.num_users, self.num_items)
+
+    def confidence(self) -> PairMatrix:
+        """log1p of the undecayed pair weights: repeats count, with diminishing returns (grocery
+        baskets repeat staples dozens of times). The matrix the collaborative baselines factorise.
+        """
+        pairs = self.pair_weights()
+        return pairs.with_values(pairs.value.log1p())
+
+    def popularity(self) -> Tensor:
+        """Summed event weight per item. Shapes: -> [num_items] float32."""
+        return torch.zeros(self.num_items).index_add_(0, self.item, self.weight)
+
+    def active_users(self) -> Tensor:
+        """Whether each user has at least one interaction. Shapes: -> [num_users] bool."""
+        active = torch.zeros(self.num_users, dtype=torch.bool)
+        active[self.user] = True
+        return active
+
+    def target_items(self, users: Tensor) -> UserItems:
+        """Each of `users`' items with a target-stage event: what "already seen" means.
+
+        Shapes: users [U] node ids -> U rows.
+        """
+        position = torch.full((self.num_users,), -1, dtype=torch.long)
+        position[users] = torch.arange(len(users))
+        keep = (self.stage == self.num_stages - 1) & (position[self.user] >= 0)
+        return UserItems.from_pairs(
+            position[self.user[keep]], self.item[keep], len(users), self.num_items
+        )

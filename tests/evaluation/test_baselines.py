@@ -1,0 +1,196 @@
+"""Each baseline on tiny hand-made interaction sets whose right answer is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from hier_pipeline.evaluation.baselines import (
+    EASE,
+    UNSCORED,
+    Budget,
+    ContentKNN,
+    Interactions,
+    ItemKNN,
+    LightGCNRecommender,
+    Popularity,
+    Repeat,
+    recommend,
+    tune,
+)
+from hier_pipeline.evaluation.baselines.interactions import DAY
+from hier_pipeline.evaluation.metrics import UserItems
+from hier_pipeline.evaluation.window import EvaluationWindow
+
+BEFORE = 100 * DAY
+
+
+def events(
+    rows: list[tuple[int, int, float, int]], num_users: int, num_items: int, num_stages: int = 2
+) -> Interactions:
+    """(user, item, days before the cutoff, stage) rows; stage weights 0.5 and 1.0."""
+    user, item, days, stage = (list(column) for column in zip(*rows, strict=True))
+    stages = torch.tensor(stage)
+    return Interactions(
+        user=torch.tensor(user),
+        item=torch.tensor(item),
+        time=BEFORE - (torch.tensor(days) * DAY).long(),
+        stage=stages,
+        weight=torch.tensor([0.5, 1.0])[stages],
+        num_users=num_users,
+        num_items=num_items,
+        num_stages=num_stages,
+        before=BEFORE,
+    )
+
+
+class Fixed:
+    """A recommender whose scores are given: to test the ranking alone."""
+
+    def __init__(self, scores: torch.Tensor) -> None:
+        self.scores = scores
+
+    def fit(self, history: Interactions) -> None:
+        pass
+
+    def score(self, users: torch.Tensor) -> torch.Tensor:
+        return self.scores[users]
+
+
+def test_recommend_orders_ties_by_popularity_then_id_and_excludes() -> None:
+    scores = torch.tensor([[1.0, 3.0, 1.0, 1.0, -2.0], [-0.5, -0.25, UNSCORED, -0.5, UNSCORED]])
+    popularity = torch.tensor([0.0, 0.0, 5.0, 0.0, 9.0])
+    ranked = recommend(Fixed(scores), torch.tensor([0, 1]), 5, popularity, chunk=1)
+    assert ranked.tolist() == [[1, 2, 0, 3, 4], [1, 0, 3, 4, 2]]
+    exclude = UserItems.from_pairs(torch.tensor([0, 0, 0]), torch.tensor([1, 2, 4]), 2, 5)
+    ranked = recommend(Fixed(scores), torch.tensor([0, 1]), 4, popularity, exclude)
+    assert ranked.tolist() == [[0, 3, -1, -1], [1, 0, 3, 4]]
+    assert recommend(Fixed(scores), torch.tensor([1]), 7, popularity).tolist() == [
+        [1, 0, 3, 4, 2, -1, -1]  # k larger than the catalogue
+    ]
+
+
+def test_pair_weights_decay_by_half_life() -> None:
+    history = events([(0, 1, 10.0, 1), (0, 1, 0.0, 0), (1, 0, 20.0, 1)], 2, 2)
+    pairs = history.pair_weights(half_life_days=10.0)
+    assert pairs.dense(torch.tensor([0, 1])).tolist() == [[0.0, 0.5 + 0.5], [0.25, 0.0]]
+    assert history.popularity().tolist() == [1.0, 1.5]
+
+
+def test_popularity_counts_only_the_recent_window() -> None:
+    # Item 0 was the hit long ago, item 1 is the hit of the last week.
+    old = [(u, 0, 60.0, 1) for u in range(4)]
+    history = events([*old, (0, 1, 2.0, 1), (1, 1, 3.0, 1)], 4, 3)
+    recent, always = Popularity(window_days=7.0), Popularity(window_days=None)
+    recent.fit(history)
+    always.fit(history)
+    assert recommend(recent, torch.tensor([3]), 1, history.popularity()).item() == 1
+    assert recommend(always, torch.tensor([3]), 1, history.popularity()).item() == 0
+
+
+def test_repeat_ranks_own_items_by_recency_then_popularity() -> None:
+    history = events(
+        [(0, 2, 30.0, 1), (0, 4, 1.0, 1), (0, 3, 10.0, 1), (1, 0, 1.0, 1), (2, 0, 1.0, 1)], 3, 5
+    )
+    repeat = Repeat(half_life_days=7.0)
+    repeat.fit(history)
+    ranked = recommend(repeat, torch.tensor([0, 1]), 4, history.popularity())
+    assert ranked.tolist() == [[4, 3, 2, 0], [0, 2, 3, 4]]
+
+
+def test_itemknn_equals_hand_computed_cosine_with_top_neighbours() -> None:
+    rows = [(0, 0, 1.0, 1), (0, 1, 1.0, 1), (1, 0, 1.0, 1), (1, 1, 1.0, 1), (1, 2, 1.0, 1)]
+    rows += [(2, 2, 1.0, 1), (2, 3, 1.0, 0)]
+    history = events(rows, 3, 5)
+    x = history.confidence().dense(torch.arange(3)).numpy().astype(np.float64)
+    norm = np.linalg.norm(x, axis=0)
+    cosine = np.divide(
+        x.T @ x, np.outer(norm, norm), out=np.zeros((5, 5)), where=norm[:, None] * norm > 0
+    )
+    np.fill_diagonal(cosine, 0.0)
+    for neighbours in (1, 5):
+        kept = np.zeros_like(cosine)
+        for j in range(5):
+            top = np.argsort(-cosine[j], kind="stable")[:neighbours]
+            kept[j, top] = cosine[j, top]
+        knn = ItemKNN(neighbours=neighbours, chunk=2)
+        knn.fit(history)
+        np.testing.assert_allclose(knn.score(torch.arange(3)).numpy(), x @ kept, atol=1e-6)
+
+
+def test_ease_equals_the_numpy_closed_form() -> None:
+    rng = np.random.default_rng(0)
+    rows = [(u, i, 1.0, 1) for u in range(6) for i in range(5) if rng.random() < 0.5]
+    history = events([*rows, (0, 5, 1.0, 1)], 6, 7)  # item 5: one user; item 6: none
+    ease = EASE(l2=2.0, max_items=5)
+    ease.fit(history)
+    x = history.confidence().dense(torch.arange(6)).numpy().astype(np.float64)
+    columns = ease.columns.tolist()
+    assert sorted(columns) == [0, 1, 2, 3, 4]  # the five items with most users
+    sub = x[:, columns]
+    p = np.linalg.inv(sub.T @ sub + 2.0 * np.eye(5))
+    b = -p / np.diag(p)
+    np.fill_diagonal(b, 0.0)
+    scores = ease.score(torch.arange(6)).numpy()
+    np.testing.assert_allclose(scores[:, columns], sub @ b, atol=1e-4)
+    assert (scores[:, [5, 6]] == UNSCORED).all()
+
+
+def test_content_knn_scores_cold_items_by_their_content() -> None:
+    text = torch.tensor([[1.0, 0.0], [0.0, 1.0], [2.0, 0.2], [0.0, 0.0]])
+    content = {"text": text, "has_text": torch.tensor([True, True, True, False])}
+    history = events([(0, 0, 1.0, 1), (1, 1, 1.0, 1)], 2, 4)  # item 2 never seen: "cold"
+    knn = ContentKNN(content, half_life_days=None)
+    knn.fit(history)
+    scores = knn.score(torch.tensor([0, 1]))
+    expected = torch.nn.functional.normalize(text, dim=1)[:, :2] @ torch.eye(2)
+    torch.testing.assert_close(scores, expected.T, atol=1e-6, rtol=0)
+    assert recommend(knn, torch.tensor([0]), 2, history.popularity()).tolist() == [[0, 2]]
+
+
+def test_lightgcn_learns_two_communities_and_is_deterministic() -> None:
+    # Users 0-3 like items 0-3, users 4-7 items 4-7; each user misses one item of their group.
+    rows = [
+        (u, i, 1.0, 1) for u in range(8) for i in range(8) if (u < 4) == (i < 4) and u % 4 != i % 4
+    ]
+    history = events(rows, 8, 9)
+    item_time = torch.zeros(9, dtype=torch.long)
+    item_time[8] = BEFORE  # created at the cutoff: not scorable
+
+    def fitted() -> torch.Tensor:
+        model = LightGCNRecommender(
+            item_time,
+            num_layers=2,
+            dim=16,
+            budget=Budget(steps=40),
+            batch_size=64,
+            learning_rate=0.1,
+            seed=3,
+        )
+        model.fit(history)
+        return model.score(torch.arange(8))
+
+    scores = fitted()
+    assert torch.equal(scores, fitted())
+    assert (scores[:, 8] == UNSCORED).all()
+    for user in range(8):
+        group = range(0, 4) if user < 4 else range(4, 8)
+        missing = group[user % 4]
+        others = [i for i in range(8) if i not in group]
+        assert scores[user, missing] > scores[user, others].max()
+
+
+def test_tune_keeps_the_setting_best_on_the_window() -> None:
+    old = [(u, 0, 60.0, 1) for u in range(4)]
+    history = events([*old, (0, 1, 2.0, 1), (1, 1, 3.0, 1)], 4, 3)
+    window = EvaluationWindow(
+        torch.tensor([2, 3]),
+        UserItems.from_pairs(torch.tensor([0, 1]), torch.tensor([1, 1]), 2, 3),
+        BEFORE,
+        BEFORE + 7 * DAY,
+    )
+    grid = [{"window_days": None}, {"window_days": 7.0}, {"window_days": 8.0}]
+    result = tune(lambda s: Popularity(**s), grid, history, window, exclude_seen=False)
+    assert result.best == {"window_days": 7.0}
+    assert [score for _, score in result.scores] == pytest.approx([0.5, 1.0, 1.0])
