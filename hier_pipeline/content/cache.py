@@ -2,9 +2,9 @@
 
 Layout: one folder per encoder version, holding immutable Parquet segments
 (``part-*.parquet``; columns ``key`` = sha256 digest, ``vector`` = fixed-size float32 list).
-A run that computes anything writes one new segment to a temp name, fsyncs it and renames it
-into place, so a crash leaves either the old cache or the old cache plus one complete segment,
-never a half-written file that readers pick up. Segments that still fail to read (disk damage,
+A run that computes anything writes one new segment with `atomic_path` (temp name, fsync,
+rename), so a crash leaves either the old cache or the old cache plus one complete segment, never
+a half-written file that readers pick up. Segments that still fail to read (disk damage,
 a file copied in by hand) are renamed ``*.corrupt`` and their items recomputed.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import logging
-import os
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -23,6 +22,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+from hier_pipeline.atomic import atomic_path, partial_files
 
 log = logging.getLogger(__name__)
 
@@ -154,10 +155,10 @@ class EmbeddingCache:
         Holds the whole cache in memory once (twice, briefly): fine up to ~1e6 text vectors.
         """
         now = time.time()
-        for tmp in self.folder.glob(".tmp-*"):
+        for partial in partial_files(self.folder):
             with contextlib.suppress(FileNotFoundError):  # a live writer just renamed it
-                if now - tmp.stat().st_mtime > _STALE_TMP_SECONDS:
-                    tmp.unlink()
+                if now - partial.stat().st_mtime > _STALE_TMP_SECONDS:
+                    partial.unlink()
         old = self.segments()
         if len(old) < 2:
             return
@@ -195,20 +196,7 @@ class EmbeddingCache:
         return values.reshape(len(column), self.dim)
 
     def _write_atomic(self, table: pa.Table, target: Path) -> Path:
-        """Write to a temp name, fsync, rename: readers see the whole segment or nothing."""
-        tmp = target.with_name(f".tmp-{uuid.uuid4().hex}")
-        try:
-            with open(tmp, "wb") as f:
-                pq.write_table(table, f)
-                f.flush()
-                os.fsync(f.fileno())
-            tmp.replace(target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-        dir_fd = os.open(self.folder, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        """Readers see the whole segment or nothing (see `atomic_path`)."""
+        with atomic_path(target) as partial, open(partial, "wb") as f:
+            pq.write_table(table, f)
         return target

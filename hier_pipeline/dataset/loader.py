@@ -2,19 +2,21 @@
 `meta.quarantine` with a reason each, and per-table counts in `meta.tables`.
 
 The database is built under a temporary name and renamed into place only when everything
-succeeded, so a failed load never leaves a half-written database behind.
+succeeded, so a failed load never leaves a half-written database behind; a second load of the
+same file while one runs fails at once (`lock.py`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
 import duckdb
 
+from hier_pipeline.atomic import atomic_path
 from hier_pipeline.dataset.errors import DatasetError
+from hier_pipeline.dataset.lock import exclusive_lock
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import (
     ForeignKeyJoin,
@@ -42,23 +44,21 @@ class LoadConfig:
 def load_dataset(
     spec: DatasetSpec, database: Path, config: LoadConfig = LoadConfig()
 ) -> LoadReport:
-    """Validate every table of `spec` row by row and write the DuckDB database at `database`."""
-    database.parent.mkdir(parents=True, exist_ok=True)
-    partial = database.with_name(f".{database.name}.{os.getpid()}.partial")
-    partial.unlink(missing_ok=True)
-    connection = open_database(
-        partial, read_only=False, memory_limit=config.memory_limit, threads=config.threads
-    )
-    try:
-        report = _load_into(connection, spec, database, config)
-        connection.execute("CHECKPOINT")
-        connection.close()
-        os.replace(partial, database)
+    """Validate every table of `spec` row by row and write the DuckDB database at `database`.
+
+    Raises `DatabaseInUseError` when another run is loading the same file.
+    """
+    with exclusive_lock(database), atomic_path(database) as partial:
+        connection = open_database(
+            partial, read_only=False, memory_limit=config.memory_limit, threads=config.threads
+        )
+        try:
+            report = _load_into(connection, spec, database, config)
+            connection.execute("CHECKPOINT")
+        finally:
+            connection.close()
+            Path(f"{partial}.wal").unlink(missing_ok=True)
         return report
-    finally:
-        connection.close()
-        partial.unlink(missing_ok=True)
-        Path(f"{partial}.wal").unlink(missing_ok=True)
 
 
 def _load_into(

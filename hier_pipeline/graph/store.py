@@ -6,7 +6,6 @@ metadata is. Type names live in the metadata lists, so column names with any cha
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -14,6 +13,7 @@ from typing import Any
 import torch
 from torch_geometric.data import HeteroData
 
+from hier_pipeline.atomic import atomic_path
 from hier_pipeline.graph.build import GraphMetadata, RelationalGraph
 
 
@@ -45,10 +45,8 @@ def save_graph(graph: RelationalGraph, path: Path) -> None:
         "edge_types": [list(edge_type) for edge_type in edge_types],
         "tensors": tensors,
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    torch.save(payload, partial)
-    os.replace(partial, path)
+    with atomic_path(path) as partial:
+        torch.save(payload, partial)
 
 
 def load_graph(path: Path) -> RelationalGraph:

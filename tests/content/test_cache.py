@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
+from hier_pipeline.atomic import partial_files
 from hier_pipeline.content import (
     ContentConfig,
     EmbeddingCache,
@@ -101,7 +102,7 @@ def test_crash_while_writing_leaves_a_readable_cache(
         with pytest.raises(KeyboardInterrupt):
             cache.get_or_compute(_items(60), HashEncoder())
     assert len(cache.segments()) == 1
-    assert not list(cache.folder.glob(".tmp-*"))
+    assert not partial_files(cache.folder)
     _, stats = cache.get_or_compute(_items(60), HashEncoder())
     assert (stats.hits, stats.misses) == (50, 10)
 
