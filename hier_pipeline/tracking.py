@@ -1,17 +1,28 @@
 """MLflow tracking used by every stage: one run per stage materialisation, always closed.
 
 Thin on purpose: MlflowClient calls with a run that ends FINISHED on success and FAILED on error,
-so the MLflow UI never shows runs stuck in RUNNING.
+so the MLflow UI never shows runs stuck in RUNNING. A tracking server that cannot be reached stops
+the stage before its body runs (so before it writes anything), within seconds and with a message
+that names the server, instead of after MLflow's minutes of retries.
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+
+CONNECT_TIMEOUT_SECONDS = 5.0
+
+
+class TrackingUnavailable(RuntimeError):
+    """The MLflow tracking store cannot be used; the stage did not start."""
 
 
 @dataclass(frozen=True)
@@ -56,18 +67,60 @@ def experiment_id(client: MlflowClient, name: str, artifact_location: str | None
     return str(client.create_experiment(name, artifact_location=artifact_location))
 
 
+def check_reachable(tracking_uri: str, timeout: float = CONNECT_TIMEOUT_SECONDS) -> None:
+    """Raise `TrackingUnavailable` when an http(s) tracking server does not accept a connection.
+
+    One TCP connect with a timeout: MLflow's client would retry with backoff for minutes and then
+    fail with a message that does not say which server. Other stores (sqlite, files) are local.
+    """
+    parts = urlsplit(tracking_uri)
+    if parts.scheme not in ("http", "https"):
+        return
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "localhost", port), timeout=timeout):
+            pass
+    except OSError as error:
+        raise TrackingUnavailable(
+            f"the MLflow tracking server {_without_credentials(tracking_uri)} is unreachable"
+            f" ({error}): start it (`make mlflow`) or point MLflowResource.tracking_uri elsewhere"
+        ) from error
+
+
 @contextmanager
 def tracked_run(
     tracking_uri: str, experiment: str, run_name: str, tags: Mapping[str, str] | None = None
 ) -> Iterator[TrackedRun]:
-    """Open an MLflow run; it ends FINISHED when the block succeeds and FAILED when it raises."""
+    """Open an MLflow run; it ends FINISHED when the block succeeds and FAILED when it raises.
+
+    Raises `TrackingUnavailable` before the block runs when the store cannot be reached.
+    """
+    check_reachable(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
-    experiment_key = experiment_id(client, experiment, default_artifact_location(tracking_uri))
-    run = client.create_run(experiment_key, run_name=run_name, tags=dict(tags or {}))
+    try:
+        experiment_key = experiment_id(client, experiment, default_artifact_location(tracking_uri))
+        run = client.create_run(experiment_key, run_name=run_name, tags=dict(tags or {}))
+    except MlflowException as error:
+        raise TrackingUnavailable(
+            f"the MLflow tracking store {_without_credentials(tracking_uri)} refused to open a run:"
+            f" {error.message}"
+        ) from error
     tracked = TrackedRun(client, experiment_key, run.info.run_id)
     try:
         yield tracked
-    except BaseException:
-        client.set_terminated(run.info.run_id, status="FAILED")
+    except BaseException as error:
+        try:
+            client.set_terminated(run.info.run_id, status="FAILED")
+        except MlflowException as tracking_error:  # the stage's own error matters more
+            error.add_note(f"MLflow run {run.info.run_id} not marked FAILED: {tracking_error}")
         raise
     client.set_terminated(run.info.run_id, status="FINISHED")
+
+
+def _without_credentials(tracking_uri: str) -> str:
+    """The URI as it may appear in a message: no `user:password@`."""
+    parts = urlsplit(tracking_uri)
+    if parts.username is None and parts.password is None:
+        return tracking_uri
+    host = parts.hostname or ""
+    return parts._replace(netloc=f"{host}:{parts.port}" if parts.port else host).geturl()
