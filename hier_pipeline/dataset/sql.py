@@ -18,6 +18,12 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+# Long enough for any real description (text is clipped to what the encoder reads later, in the
+# content stage); a longer line is quarantined, or refused with the file when the type sniffer
+# meets it in its first rows. DuckDB's default (2 MB) refused a whole file over one long review.
+MAX_CSV_LINE_BYTES = 16 * 1024 * 1024
+
+
 def reader_sql(path: Path, *, rejects: str | None = None) -> str:
     """`read_parquet(?)` or `read_csv(?, ...)` with the path bound as the first parameter.
 
@@ -29,7 +35,10 @@ def reader_sql(path: Path, *, rejects: str | None = None) -> str:
         return "read_parquet(?)"
     # A fixed dialect: the sniffer only infers types, so a malformed line cannot make it guess
     # another delimiter for the whole file.
-    options = "header = true, delim = ',', quote = '\"', escape = '\"'"
+    options = (
+        "header = true, delim = ',', quote = '\"', escape = '\"',"
+        f" max_line_size = {MAX_CSV_LINE_BYTES}"
+    )
     if rejects is None:
         options += ", ignore_errors = true"
     else:

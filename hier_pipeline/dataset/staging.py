@@ -50,7 +50,9 @@ def _quarantine_rejected_lines(
     connection.execute(
         f"""INSERT INTO meta.quarantine
             SELECT ?, NULL, line, first(column_name ORDER BY column_idx),
-                   CASE WHEN bool_or(error_type = 'INVALID ENCODING') THEN 'csv_encoding' ELSE 'csv_malformed' END,
+                   CASE WHEN bool_or(error_type = 'INVALID ENCODING') THEN 'csv_encoding'
+                        WHEN bool_or(error_type = 'LINE SIZE OVER MAXIMUM') THEN 'csv_line_too_long'
+                        ELSE 'csv_malformed' END,
                    'line ' || line || ' of ' || ? || ': ' || string_agg(error_message, '; ' ORDER BY column_idx),
                    first(csv_line)
             FROM {errors} GROUP BY line ORDER BY line""",
