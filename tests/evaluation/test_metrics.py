@@ -5,6 +5,9 @@ import math
 import pytest
 import torch
 
+from hier_pipeline.evaluation.baselines.evaluate import window_metrics
+from hier_pipeline.evaluation.baselines.protocol import keep_items
+from hier_pipeline.evaluation.baselines.recommender import recommend
 from hier_pipeline.evaluation.metrics import (
     UserItems,
     evaluate_embeddings,
@@ -120,3 +123,36 @@ def test_k_larger_than_the_candidate_set_counts_the_padding_as_misses() -> None:
     assert got["map@3"] == pytest.approx((1 / 2 + 0) / 2)  # (precision@1 = 1) / min(3, |R| = 2)
     assert got["ndcg@3"] == pytest.approx((1 / (1 + 1 / math.log2(3)) + 0) / 2)
     assert got["hit@3"] == pytest.approx(1 / 2)
+
+
+def test_no_user_with_positives_gives_nan_not_zero() -> None:
+    got = ranking_metrics(torch.tensor([[0, 1], [1, 2]]), truth([[], []], 3), ks=(2,))
+    assert got.keys() == {"recall@2", "ndcg@2", "map@2", "hit@2"}
+    assert all(math.isnan(value) for value in got.values())
+
+
+def test_tied_scores_rank_by_popularity_and_short_catalogues_pad_with_misses() -> None:
+    # Every score equal: the list is the popularity order [1, 2, 0] for both users; k = 50 > 3
+    # items pads with -1. User 0 already bought item 0, so it is no candidate for them.
+    class Constant:
+        def fit(self, history: object) -> None: ...
+
+        def score(self, users: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(len(users), 3)
+
+    exclude = truth([[0], []], num_items=3)
+    topk = recommend(Constant(), torch.tensor([7, 9]), 50, torch.tensor([1.0, 5.0, 3.0]), exclude)
+    assert topk[:, :4].tolist() == [[1, 2, -1, -1], [1, 2, 0, -1]]
+    assert (topk[:, 4:] == -1).all() and topk.shape == (2, 50)
+    relevant = truth([[0, 2], [0]], num_items=3)
+    cold = keep_items(relevant, torch.tensor([True, False, False]))  # item 0 is new
+    got = window_metrics(topk, relevant, cold, ks=(10,))
+    # user 0: item 2 at rank 2 of |R| = 2, item 0 excluded; user 1: item 0 at rank 3 of |R| = 1.
+    assert got == pytest.approx(
+        {
+            "recall@10": (1 / 2 + 1) / 2,
+            "map@10": ((1 / 2) / 2 + (1 / 3) / 1) / 2,
+            "ndcg@10": ((1 / math.log2(3)) / (1 + 1 / math.log2(3)) + 1 / math.log2(4)) / 2,
+            "cold_item_recall@50": (0 + 1) / 2,  # item 0 is relevant and cold for both
+        }
+    )

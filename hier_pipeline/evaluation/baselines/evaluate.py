@@ -16,6 +16,8 @@ Protocol, in order:
      where only items first seen at or after t1 (node time >= t1) count as relevant, averaged
      over the warm users who have such an item in the window (NaN where there are none, e.g. a
      catalogue without creation times).
+  5. Models trained elsewhere (`fitted`: our model and its ablations) skip steps 1 and 3's fit:
+     each is built for the final window's users and ranked and scored exactly as in 3 and 4.
 """
 
 from __future__ import annotations
@@ -43,13 +45,17 @@ from hier_pipeline.evaluation.baselines.protocol import (
 from hier_pipeline.evaluation.baselines.recommender import Budget, Recommender
 from hier_pipeline.evaluation.baselines.repeat import Repeat
 from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit_and_rank, tune
-from hier_pipeline.evaluation.metrics import ranking_metrics
+from hier_pipeline.evaluation.metrics import UserItems, ranking_metrics
 from hier_pipeline.evaluation.window import EvaluationWindow
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 
 COLD_K = 50
 FIT_BUDGET = Budget(steps=1000, seconds=120.0)  # per fit of a trained baseline
+
+
+# A model trained before the evaluation: built for the final window (its users), not refit.
+Fitted = Callable[[EvaluationWindow], Recommender]
 
 
 @dataclass(frozen=True)
@@ -142,11 +148,16 @@ def evaluate_baselines(
     budget: Budget = FIT_BUDGET,
     ease_max_items: int = 10_000,
     progress: Callable[[str], None] | None = None,
+    fitted: Mapping[str, Fitted] | None = None,
 ) -> BaselineEvaluation:
-    """Tune, refit and score the named baselines as the module doc describes."""
+    """Tune, refit and score the named baselines, then score the `fitted` models on the same
+    window, as the module doc describes."""
     unknown = set(names) - set(BASELINES)
     if unknown:
         raise ValueError(f"unknown baselines {sorted(unknown)}; known: {sorted(BASELINES)}")
+    fitted = fitted or {}
+    if clash := set(names) & set(fitted):
+        raise ValueError(f"fitted models may not reuse baseline names: {sorted(clash)}")
     context = Context(graph, content, budget, seed, ease_max_items)
     tune_start = split.t1 - (split.t2 - split.t1)
     tune_history = Interactions.from_graph(graph, tune_start)
@@ -164,6 +175,14 @@ def evaluate_baselines(
         num_cold_users=int((cold_relevant.counts() > 0).sum()),
     )
     ks, depth = sorted(k_values), max(*k_values, COLD_K)
+
+    def score(name: str, recommender: Recommender, started: float, note: str = "") -> None:
+        topk = fit_and_rank(recommender, history, window, depth, result.exclude_seen)
+        result.metrics[name] = window_metrics(topk, window.relevant, cold_relevant, ks)
+        result.seconds[name] = time.perf_counter() - started
+        if progress is not None:
+            progress(f"{name}: {result.metrics[name]}{note} in {result.seconds[name]:.0f} s")
+
     for name in names:
         started = time.perf_counter()
         baseline = BASELINES[name]
@@ -175,15 +194,22 @@ def evaluate_baselines(
             result.exclude_seen,
             k=ks[0],
         )
-        recommender = baseline.build(context, tuning.best)
-        topk = fit_and_rank(recommender, history, window, depth, result.exclude_seen)
-        scores = ranking_metrics(topk, window.relevant, ks)
-        metrics = {f"recall@{k}": scores[f"recall@{k}"] for k in ks}
-        metrics.update({f"{m}@{ks[0]}": scores[f"{m}@{ks[0]}"] for m in ("ndcg", "map")})
-        cold = ranking_metrics(topk[:, :COLD_K], cold_relevant, (COLD_K,))
-        metrics[f"cold_item_recall@{COLD_K}"] = cold[f"recall@{COLD_K}"]
-        result.metrics[name], result.tuning[name] = metrics, tuning
-        result.seconds[name] = time.perf_counter() - started
-        if progress is not None:
-            progress(f"{name}: {metrics} with {tuning.best} in {result.seconds[name]:.0f} s")
+        result.tuning[name] = tuning
+        score(name, baseline.build(context, tuning.best), started, f" with {tuning.best}")
+    for name, build in fitted.items():
+        started = time.perf_counter()
+        score(name, build(window), started)
     return result
+
+
+def window_metrics(
+    topk: Tensor, relevant: UserItems, cold_relevant: UserItems, ks: Sequence[int]
+) -> dict[str, float]:
+    """What every model is judged on: recall@k for every k, ndcg and map at the smallest k, and
+    recall@COLD_K with only cold items relevant. Shapes: topk [U, >= max(ks, COLD_K)]."""
+    scores = ranking_metrics(topk, relevant, ks)
+    metrics = {f"recall@{k}": scores[f"recall@{k}"] for k in ks}
+    metrics.update({f"{m}@{ks[0]}": scores[f"{m}@{ks[0]}"] for m in ("ndcg", "map")})
+    cold = ranking_metrics(topk[:, :COLD_K], cold_relevant, (COLD_K,))
+    metrics[f"cold_item_recall@{COLD_K}"] = cold[f"recall@{COLD_K}"]
+    return metrics

@@ -1,0 +1,279 @@
+"""The evaluation report: every figure in one JSON document (the shape `hier evaluate` promises)
+and a markdown page with tables and plots, for the Dagster UI, the MLflow run and the README.
+
+The JSON keeps the promised keys (`dataset`, `target_stage`, `split`, `models`, `hierarchy`) and
+adds what a reader needs to trust them (protocol, tuned settings, user counts, timings).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+OURS = "hier"
+HEADLINE = ("map@10", "recall@50", "ndcg@10", "cold_item_recall@50")
+RECALL_KS = (10, 50, 100)
+PLOTS = {
+    "recall": "recall_at_k.png",
+    "cold": "warm_vs_cold.png",
+    "hierarchy": "hierarchy_levels.png",
+    "training": "training_curve.png",
+}
+
+
+@dataclass(frozen=True)
+class LevelScore:
+    size: int
+    nmi: float | None  # against the known taxonomy or planted truth; None without one
+    ari: float | None
+
+
+@dataclass(frozen=True)
+class HierarchyScores:
+    levels: list[LevelScore]
+    token_recall_at_50: float
+    embedding_recall_at_50: float
+    stability_ari: float | None  # mean over levels, between two seeds
+
+
+@dataclass
+class EvaluationReport:
+    dataset: str
+    target_stage: str
+    t1: int  # epoch seconds: training ends, validation starts
+    t2: int  # validation ends, the evaluated window starts
+    end: int  # the evaluated window ends
+    models: dict[str, dict[str, float]]  # name -> metric -> value (NaN: undefined)
+    settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+    hierarchy: HierarchyScores | None = None
+    history: list[dict[str, float]] = field(default_factory=list)  # our model, per epoch
+    repeat_rate: float = math.nan
+    exclude_seen: bool = False
+    users: int = 0
+    cold_users: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        hierarchy = None
+        if self.hierarchy is not None:
+            hierarchy = {
+                "levels": [_finite(asdict(level)) for level in self.hierarchy.levels],
+                "token_recall@50": _number(self.hierarchy.token_recall_at_50),
+                "embedding_recall@50": _number(self.hierarchy.embedding_recall_at_50),
+                "stability_ari": _number(self.hierarchy.stability_ari),
+            }
+        return {
+            "dataset": self.dataset,
+            "target_stage": self.target_stage,
+            "split": {"t1": _iso(self.t1), "t2": _iso(self.t2), "end": _iso(self.end)},
+            "models": {name: _finite(metrics) for name, metrics in self.models.items()},
+            "hierarchy": hierarchy,
+            "settings": self.settings,
+            "seconds": {name: round(value, 1) for name, value in self.seconds.items()},
+            "protocol": {
+                "repeat_rate": _number(self.repeat_rate),
+                "already_seen_items_are_candidates": not self.exclude_seen,
+                "users": self.users,
+                "users_with_cold_items": self.cold_users,
+            },
+        }
+
+    def write(self, folder: Path) -> Path:
+        """`metrics.json`, `report.md` and the plots into `folder`; returns the report's path."""
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "metrics.json").write_text(json.dumps(self.to_json(), indent=2))
+        for name, png in render_plots(self).items():
+            (folder / PLOTS[name]).write_bytes(png)
+        path = folder / "report.md"
+        path.write_text(render_markdown(self, folder))
+        return path
+
+    def ranked(self, metric: str = "map@10") -> list[tuple[str, dict[str, float]]]:
+        """(name, metrics) best first by `metric`, undefined figures last."""
+        return sorted(self.models.items(), key=lambda item: -_sortable(item[1].get(metric)))
+
+    def baselines(self) -> list[str]:
+        """The compared models that are neither ours nor a variant of ours (`hier_*`)."""
+        return [n for n in self.models if n != OURS and not n.startswith(f"{OURS}_")]
+
+    def tracked_metrics(self) -> dict[str, float]:
+        """Every defined figure under one MLflow name each: `eval/<model>/<metric>`,
+        `eval/hierarchy/L<level>/<nmi|ari>`, `eval/hierarchy/<figure>`."""
+        metrics = {
+            f"eval/{name}/{metric}": value
+            for name, values in self.models.items()
+            for metric, value in values.items()
+        }
+        if self.hierarchy is not None:
+            for level, score in enumerate(self.hierarchy.levels):
+                metrics[f"eval/hierarchy/L{level}/nmi"] = _nan(score.nmi)
+                metrics[f"eval/hierarchy/L{level}/ari"] = _nan(score.ari)
+            metrics["eval/hierarchy/token_recall@50"] = self.hierarchy.token_recall_at_50
+            metrics["eval/hierarchy/embedding_recall@50"] = self.hierarchy.embedding_recall_at_50
+            metrics["eval/hierarchy/stability_ari"] = _nan(self.hierarchy.stability_ari)
+        return {name: value for name, value in metrics.items() if math.isfinite(value)}
+
+    def beats(self, baseline: str, metric: str = "map@10") -> bool:
+        """Strictly better: a tie or an undefined figure is no win."""
+        return self.models[OURS][metric] > self.models[baseline][metric]
+
+
+def render_markdown(report: EvaluationReport, folder: Path) -> str:
+    """The report page; plots are referenced by file name when they exist in `folder`."""
+    columns = (*HEADLINE, *(f"recall@{k}" for k in RECALL_KS if k != 50))
+    table = _table(
+        ["model", *columns],
+        [
+            [f"**{name}**" if name == OURS else name, *(_cell(metrics.get(m)) for m in columns)]
+            for name, metrics in report.ranked()
+        ],
+    )
+    t1, t2, end = _day(report.t1), _day(report.t2), _day(report.end)
+    lines = [
+        f"# Evaluation: {report.dataset}",
+        "",
+        f"Target stage `{report.target_stage}`, full ranking over every item, on the window "
+        f"[{t2}, {end}): {report.users} users with a target event there and at least one "
+        f"interaction before it ({report.cold_users} of them with a cold-start item, one first "
+        f"seen at or after {t2}). `{OURS}` was trained on the events before {t1}, early-stopped "
+        f"on [{t1}, {t2}) and embeds users and items as of {t2} without retraining; `{OURS}_*` "
+        "rows are its ablations and its token retrieval. Baselines were tuned on a window of the "
+        f"same length before {t2} and refit on everything before it. Items a user already engaged "
+        f"with are {'excluded' if report.exclude_seen else 'kept as candidates'} (repeat rate "
+        f"{_cell(report.repeat_rate)}).",
+        "",
+        "## Target-stage retrieval",
+        "",
+        table,
+        "",
+        *_verdict(report),
+        *_image(folder, "recall", "Recall@K"),
+        *_image(folder, "cold", "Warm vs cold-start items"),
+    ]
+    if report.hierarchy is not None:
+        hierarchy = report.hierarchy
+        lines += [
+            "## Interest hierarchy",
+            "",
+            _table(
+                ["level", "primitives", "NMI", "ARI"],
+                [
+                    [str(i), str(level.size), _cell(level.nmi), _cell(level.ari)]
+                    for i, level in enumerate(hierarchy.levels)
+                ],
+            ),
+            "",
+            f"Token retrieval recall@50 {_cell(hierarchy.token_recall_at_50)} against "
+            f"{_cell(hierarchy.embedding_recall_at_50)} by embedding; stability (ARI across "
+            f"seeds) {_cell(hierarchy.stability_ari)}.",
+            "",
+            *_image(folder, "hierarchy", "Agreement per level"),
+        ]
+    if report.history:
+        lines += ["## Training", "", *_image(folder, "training", "Loss and validation MAP@10")]
+    if report.settings:
+        lines += [
+            "## Settings (tuned on the validation window)",
+            "",
+            _table(
+                ["model", "setting", "seconds"],
+                [
+                    [name, json.dumps(setting), _cell(report.seconds.get(name), 0)]
+                    for name, setting in report.settings.items()
+                ],
+            ),
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def inline_images(markdown: str, folder: Path) -> str:
+    """The same page with every `![..](file.png)` embedded as a data URI (for the Dagster UI,
+    which cannot read files next to the report)."""
+
+    def embed(match: re.Match[str]) -> str:
+        data = base64.b64encode((folder / match.group(2)).read_bytes()).decode()
+        return f"![{match.group(1)}](data:image/png;base64,{data})"
+
+    return re.sub(r"!\[([^\]]*)\]\(([^)]+\.png)\)", embed, markdown)
+
+
+def render_plots(report: EvaluationReport) -> dict[str, bytes]:
+    """PNG bytes per plot name (see PLOTS); plots without data are left out."""
+    from hier_pipeline.evaluation.plots import (
+        bar_chart,
+        hierarchy_chart,
+        recall_curves,
+        training_curves,
+    )
+
+    plots = {"recall": recall_curves(report.models, RECALL_KS, highlight=OURS)}
+    cold = {
+        name: (m.get("recall@50", math.nan), m.get("cold_item_recall@50", math.nan))
+        for name, m in report.models.items()
+    }
+    if any(math.isfinite(c) for _, c in cold.values()):
+        plots["cold"] = bar_chart(cold, ("warm recall@50", "cold-item recall@50"), OURS)
+    if report.hierarchy is not None:
+        plots["hierarchy"] = hierarchy_chart(report.hierarchy.levels)
+    if report.history:
+        plots["training"] = training_curves(report.history)
+    return plots
+
+
+def _verdict(report: EvaluationReport) -> list[str]:
+    if OURS not in report.models:
+        return []
+    lost = [n for n in report.baselines() if not report.beats(n)]
+    if not lost:
+        return [f"`{OURS}` has the best MAP@10 of every baseline.", ""]
+    return [f"`{OURS}` does **not** beat on MAP@10: {', '.join(lost)}.", ""]
+
+
+def _image(folder: Path, name: str, title: str) -> list[str]:
+    file = PLOTS[name]
+    return [f"![{title}]({file})", ""] if (folder / file).is_file() else []
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join(["---"] + ["---:"] * (len(header) - 1)) + "|",
+    ]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _cell(value: float | None, digits: int = 4) -> str:
+    return "-" if value is None or not math.isfinite(value) else f"{value:.{digits}f}"
+
+
+def _sortable(value: float | None) -> float:
+    return value if value is not None and math.isfinite(value) else -math.inf
+
+
+def _nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
+def _number(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
+
+
+def _finite(values: dict[str, Any]) -> dict[str, Any]:
+    """NaN is not JSON: undefined figures become null."""
+    return {k: _number(v) if isinstance(v, float) else v for k, v in values.items()}
+
+
+def _day(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def _iso(seconds: int) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat()
