@@ -30,6 +30,7 @@ DESCRIPTION_FILE = "dataset.yaml"
 DATASET_NAME = re.compile(r"[a-z0-9_]+")
 TABLE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 SUPPORTED_SUFFIXES = (".parquet", ".csv")
+MAX_DESCRIPTION_BYTES = 1024 * 1024  # a real one is a few kB; bounds what a hostile one costs
 
 _TOP_KEYS = {"name", "tables", "roles", "funnel", "negative_feedback"}
 _TABLE_KEYS = {
@@ -54,10 +55,16 @@ def parse_dataset(folder: Path | str) -> DatasetSpec:
     description = root / DESCRIPTION_FILE
     if not description.is_file():
         raise DatasetError("no dataset.yaml in this folder", file=str(description))
+    if description.stat().st_size > MAX_DESCRIPTION_BYTES:
+        raise DatasetError(
+            f"is over {MAX_DESCRIPTION_BYTES} bytes: a description, not data", file=DESCRIPTION_FILE
+        )
     try:
         document = yaml.safe_load(description.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise DatasetError(f"not valid YAML: {error}", file=DESCRIPTION_FILE) from error
+    except RecursionError as error:  # PyYAML's composer recurses once per nesting level
+        raise DatasetError("not valid YAML: nested too deeply", file=DESCRIPTION_FILE) from error
     top = _mapping(document, "the document")
     _no_unknown_keys(top, _TOP_KEYS, "the document")
 
@@ -175,8 +182,10 @@ def _resolve_file(root: Path, table: str, value: Any) -> Path:
         raise DatasetError("the path leaves the dataset folder", file=relative, table=table)
     if path.suffix.lower() not in SUPPORTED_SUFFIXES:
         raise DatasetError(f"only {SUPPORTED_SUFFIXES} files are read", file=relative, table=table)
-    if not path.is_file():
+    if not path.exists():
         raise DatasetError("the file does not exist", file=relative, table=table)
+    if not path.is_file():  # a FIFO or a device would block the reader or never end
+        raise DatasetError("not a regular file", file=relative, table=table)
     return path
 
 
@@ -238,7 +247,7 @@ def _parse_roles(value: Any, tables: Mapping[str, TableSpec]) -> Roles:
     _no_unknown_keys(roles_doc, _ROLE_KEYS, "roles")
     chosen: dict[str, str | None] = {}
     for role in ("user", "item", "advertiser"):
-        table = roles_doc.get(role)
+        table = _optional_string(roles_doc.get(role), f"roles.{role}")
         if table is None:
             if role != "advertiser":
                 raise DatasetError(f"roles.{role} is required", file=DESCRIPTION_FILE)
@@ -250,7 +259,7 @@ def _parse_roles(value: Any, tables: Mapping[str, TableSpec]) -> Roles:
             raise DatasetError(
                 f"the {role} table needs a primary_key", file=DESCRIPTION_FILE, table=table
             )
-        chosen[role] = str(table)
+        chosen[role] = table
     roles = Roles(
         user=str(chosen["user"]), item=str(chosen["item"]), advertiser=chosen["advertiser"]
     )
