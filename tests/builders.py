@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import io
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
+from PIL import Image
 
 SHARED_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
@@ -133,3 +136,18 @@ def completejourney_slice(folder: Path, households: int = 40) -> Path:
         con.execute(f"COPY ({query}) TO '{folder / name}' (FORMAT parquet)")
     con.close()
     return folder
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, "PNG")
+    return buffer.getvalue()
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A tiny valid PNG whose header claims width x height: a decompression bomb as the decoder
+    first sees it (a real one has highly compressible pixel data of that size behind it)."""
+    data = bytearray(png_bytes(Image.new("1", (8, 8))))
+    data[16:24] = width.to_bytes(4, "big") + height.to_bytes(4, "big")  # IHDR width, height
+    data[29:33] = zlib.crc32(data[12:29]).to_bytes(4, "big")  # IHDR checksum
+    return bytes(data)

@@ -22,6 +22,7 @@ from hier_pipeline.content.image_encoder import (
     ImageError,
     image_cache_id,
     read_image_file,
+    shown_path,
 )
 from hier_pipeline.content.text_encoder import TextEncoder, TextEncoderConfig, text_cache_id
 
@@ -142,10 +143,16 @@ def embed_content(
 
 
 def _resolve_inside(relative: str, base: Path) -> Path:
-    """``base / relative`` resolved, refusing paths that escape ``base`` (../, absolute, links)."""
-    path = (base / relative).resolve()
+    """``base / relative`` resolved, refusing paths that escape ``base`` (../, absolute, links)
+    and values that are no path at all (a NUL byte, a loop of links), so one hostile cell costs
+    one image, not the run."""
+    shown = shown_path(relative)
+    try:
+        path = (base / relative).resolve()
+    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: a link loop (Python 3.11)
+        raise ImageError(f"{shown!r}: not a usable path ({err})") from err
     if not path.is_relative_to(base):
-        raise ImageError(f"{relative}: outside the image folder {base}")
+        raise ImageError(f"{shown}: outside the image folder {base}")
     return path
 
 

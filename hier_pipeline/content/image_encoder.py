@@ -29,6 +29,7 @@ from hier_pipeline.content.cache import EncodeResult
 
 IMAGE_SIZE = 224  # Lite0's padding is static, computed for 224 x 224 inputs
 MAX_PIXELS = 50_000_000  # below Pillow's own bomb warning (89 M), far above any product photo
+SHOWN_PATH_CHARS = 200
 
 
 class ImageError(ValueError):
@@ -45,19 +46,25 @@ class ImageEncoderConfig:
     max_file_bytes: int = 50 * 1024 * 1024
 
 
+def shown_path(path: Path | str) -> str:
+    """A path as messages show it: a hostile cell can hold megabytes, so only its start."""
+    text = str(path)
+    return text if len(text) <= SHOWN_PATH_CHARS else text[:SHOWN_PATH_CHARS] + "..."
+
+
 def read_image_file(path: Path, max_bytes: int) -> bytes:
     """The file's bytes, refusing oversized files before reading them into memory."""
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):  # a FIFO or device would block or never end
-            raise ImageError(f"{path}: not a regular file")
+            raise ImageError(f"{shown_path(path)}: not a regular file")
         if info.st_size > max_bytes:
             raise ImageError(
-                f"{path}: file is {info.st_size} bytes, over the {max_bytes}-byte limit"
+                f"{shown_path(path)}: file is {info.st_size} bytes, over the {max_bytes}-byte limit"
             )
         return path.read_bytes()
     except OSError as err:
-        raise ImageError(f"{path}: cannot read ({err.strerror or err})") from err
+        raise ImageError(f"{shown_path(path)}: cannot read ({err.strerror or err})") from err
 
 
 def load_image(data: bytes, name: str = "<bytes>", max_pixels: int = MAX_PIXELS) -> np.ndarray:

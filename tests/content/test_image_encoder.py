@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-import zlib
 from pathlib import Path
 
 import numpy as np
@@ -18,27 +16,13 @@ from hier_pipeline.content import (
     load_image,
     read_image_file,
 )
+from tests.builders import png_bytes, png_claiming
 
 # sklearn ships two real photos. ImageNet-1k indices (the packages ship no label file):
 # 442 bell cote, 483 castle, 497 church, 538 dome, 663 monastery, 698 palace; 985 daisy.
 SAMPLE_IMAGES = Path(sklearn.datasets.__file__).parent / "images"
 TEMPLE_CLASSES = {442, 483, 497, 538, 663, 698}
 DAISY = 985
-
-
-def _png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, "PNG")
-    return buffer.getvalue()
-
-
-def _png_claiming(width: int, height: int) -> bytes:
-    """A tiny valid PNG whose header claims width x height: a decompression bomb as the decoder
-    first sees it (a real one has highly compressible pixel data of that size behind it)."""
-    data = bytearray(_png(Image.new("1", (8, 8))))
-    data[16:24] = width.to_bytes(4, "big") + height.to_bytes(4, "big")  # IHDR width, height
-    data[29:33] = zlib.crc32(data[12:29]).to_bytes(4, "big")  # IHDR checksum
-    return bytes(data)
 
 
 @pytest.fixture(scope="module")
@@ -70,14 +54,18 @@ def test_features_are_1280d_unit_norm_and_deterministic(encoder: ImageEncoder) -
 def test_odd_modes_and_sizes_are_accepted(encoder: ImageEncoder) -> None:
     cutout = Image.new("RGBA", (300, 120), (0, 0, 0, 0))
     cutout.paste((200, 30, 30, 255), (100, 20, 200, 100))
-    items = [_png(cutout), _png(Image.new("L", (5, 7), 128)), _png(Image.new("P", (64, 64)))]
+    items = [
+        png_bytes(cutout),
+        png_bytes(Image.new("L", (5, 7), 128)),
+        png_bytes(Image.new("P", (64, 64))),
+    ]
     assert encoder.encode_items(items).ok.all()
 
 
 def test_hostile_files_are_reported_per_item_not_raised(encoder: ImageEncoder) -> None:
-    good = _png(Image.new("RGB", (64, 64), (10, 200, 10)))
+    good = png_bytes(Image.new("RGB", (64, 64), (10, 200, 10)))
     jpeg = (SAMPLE_IMAGES / "flower.jpg").read_bytes()
-    bombs = [_png_claiming(20_000, 20_000), _png_claiming(8_000, 8_000)]  # over Pillow's / our cap
+    bombs = [png_claiming(20_000, 20_000), png_claiming(8_000, 8_000)]  # over Pillow's / our cap
     items = [good, b"name,price\nshoe,10\n", good[: len(good) // 2], jpeg[:2000], *bombs, b""]
     names = ["good.png", "table.csv", "cut.png", "cut.jpg", "bomb.png", "big.png", "empty.png"]
     result = encoder.encode_items(items, names)
@@ -95,7 +83,7 @@ def test_hostile_files_are_reported_per_item_not_raised(encoder: ImageEncoder) -
 
 def test_pixel_limit_is_checked_before_decoding() -> None:
     with pytest.raises(ImageError, match=r"big\.png: 200x200 pixels, over the 10000 limit"):
-        load_image(_png(Image.new("RGB", (200, 200))), "big.png", max_pixels=10_000)
+        load_image(png_bytes(Image.new("RGB", (200, 200))), "big.png", max_pixels=10_000)
 
 
 def test_single_image_helpers_raise_naming_the_file(tmp_path: Path) -> None:
