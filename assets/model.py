@@ -39,6 +39,9 @@ class TrainingConfig(dg.Config):
     use_distillation: bool = Field(
         default=True, description="ablation: content <-> behaviour distillation"
     )
+    use_history_bias: bool = Field(
+        default=True, description="ablation: the learned score for a user's own earlier items"
+    )
     seed: int = Field(default=0, description="seed of initialisation and sampling")
 
     def to_core(self) -> "TrainConfig":
@@ -53,6 +56,7 @@ class TrainingConfig(dg.Config):
             layers=self.layers,
             num_primitives=self.num_primitives,
             use_primitives=self.use_primitives,
+            use_history_bias=self.use_history_bias,
             attention=attention,
         )
         return TrainConfig(

@@ -31,10 +31,21 @@ def variants(base: Any) -> dict[str, Any]:
     no_biases = AttentionConfig.with_biases(False)
     return {
         "full": base,
-        "hgt": replace(base, model=replace(base.model, backbone="hgt"), use_distillation=False),
+        "hgt": replace(
+            base,
+            model=replace(base.model, backbone="hgt", use_history_bias=False),
+            use_distillation=False,
+        ),
         "no_bias": replace(base, model=replace(base.model, attention=no_biases)),
         "no_primitives": replace(base, model=replace(base.model, use_primitives=False)),
         "no_distill": replace(base, use_distillation=False),
+        "no_history": replace(base, model=replace(base.model, use_history_bias=False)),
+        "no_logq": replace(base, logq_correction=False),
+        "hgt_history": replace(
+            base,
+            model=replace(base.model, backbone="hgt"),
+            use_distillation=False,
+        ),
     }
 
 

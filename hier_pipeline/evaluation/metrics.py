@@ -74,14 +74,31 @@ class UserItems:
         return users * self.num_items + self.items
 
 
+@dataclass(frozen=True)
+class PairScores:
+    """Sparse additions to a dense score matrix, e.g. a model's personal-history term.
+
+    Shapes: rows, items, values: [P], `rows` indexing the ranked users, ascending."""
+
+    rows: Tensor
+    items: Tensor
+    values: Tensor
+
+    def add_to(self, scores: Tensor, start: int, end: int) -> None:
+        """Add the pairs of users [start, end) to `scores` ([end - start, I]) in place."""
+        lower, upper = torch.searchsorted(self.rows, torch.tensor([start, end])).tolist()
+        scores[self.rows[lower:upper] - start, self.items[lower:upper]] += self.values[lower:upper]
+
+
 def topk_in_chunks(
     user_emb: Tensor,
     item_emb: Tensor,
     k: int,
     exclude: UserItems | None = None,
     chunk: int = 1024,
+    pair_scores: PairScores | None = None,
 ) -> Tensor:
-    """The k best items per user by inner product, scoring `chunk` users at a time.
+    """The k best items per user by inner product (plus `pair_scores`), `chunk` users at a time.
 
     Excluded items (e.g. each user's training items) are never returned; where fewer than k items
     remain, the tail is -1. Peak memory is chunk x I scores, never U x I.
@@ -94,6 +111,8 @@ def topk_in_chunks(
     for start in range(0, len(user_emb), chunk):
         end = min(start + chunk, len(user_emb))
         scores = user_emb[start:end] @ item_emb.T
+        if pair_scores is not None:
+            pair_scores.add_to(scores, start, end)
         if exclude is not None:
             row, item = exclude.rows(start, end)
             scores[row.to(scores.device), item.to(scores.device)] = -torch.inf
@@ -145,11 +164,12 @@ def evaluate_embeddings(
     ks: Sequence[int] = (10,),
     exclude: UserItems | None = None,
     chunk: int = 1024,
+    pair_scores: PairScores | None = None,
 ) -> dict[str, float]:
     """`ranking_metrics` of the full inner-product ranking, computed in user chunks.
 
     Shapes: user_emb [U, d], item_emb [I, d]; relevant and exclude over the same U users.
     """
     return ranking_metrics(
-        topk_in_chunks(user_emb, item_emb, max(ks), exclude, chunk), relevant, ks
+        topk_in_chunks(user_emb, item_emb, max(ks), exclude, chunk, pair_scores), relevant, ks
     )

@@ -71,6 +71,16 @@ class ExampleSampler:
         )
         self.rng = np.random.default_rng(seed)
 
+    def item_probability(self, num_items: int) -> np.ndarray:
+        """P(item) of one `draw`: the stage's probability times the item's share of that stage's
+        events. Shapes: [num_items], summing to 1 (the logQ correction of the ranking loss)."""
+        probability = np.zeros(num_items)
+        for stage, events in enumerate(self.by_stage):
+            if len(events):
+                counts = np.bincount(self.item[events], minlength=num_items)
+                probability += self.stage_probability[stage] * counts / len(events)
+        return probability
+
     @property
     def num_positives(self) -> int:
         return int(sum(len(events) for events in self.by_stage))

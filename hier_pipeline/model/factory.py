@@ -19,5 +19,5 @@ def build_model(
     config: ModelConfig,
 ) -> GraphEncoder:
     if config.backbone == "hgt":
-        return HGTBaseline(shapes, relations, config)
+        return HGTBaseline(shapes, relations, num_stages, config)
     return InterestModel(shapes, relations, num_stages, config)

@@ -1,7 +1,9 @@
 """The peer to beat: PyG's `HGTConv` (Hu et al. 2020) stacked over the same sampled neighbourhoods,
 the same schema-agnostic inputs and the same ranking loss as the interest model, with none of its
 additions (no edge biases, no global primitives, no distillation). Only the graph layers differ, so a
-comparison at equal width and training time isolates them.
+comparison at equal width and training time isolates them. The personal-history score term is not
+part of the graph layers: it follows `ModelConfig.use_history_bias` here too (off for the plain
+PyG peer), so "HGT + history" can be measured as well.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from torch_geometric.nn import HGTConv
 from torch_geometric.typing import EdgeType
 
 from hier_pipeline.model.batch import ModelBatch
+from hier_pipeline.model.history import HistoryBias
 from hier_pipeline.model.inputs import NodeInputEncoder, NodeTypeShape
 from hier_pipeline.model.network import ModelConfig
 
@@ -23,7 +26,11 @@ class HGTBaseline(nn.Module):
     """Shapes: `forward(batch)` -> [B, dim] for the B root seeds of the batch, unit norm."""
 
     def __init__(
-        self, shapes: dict[str, NodeTypeShape], relations: list[EdgeType], config: ModelConfig
+        self,
+        shapes: dict[str, NodeTypeShape],
+        relations: list[EdgeType],
+        num_stages: int,
+        config: ModelConfig,
     ) -> None:
         super().__init__()
         self.config = config
@@ -34,6 +41,7 @@ class HGTBaseline(nn.Module):
             HGTConv(config.dim, config.dim, metadata, config.heads) for _ in range(config.layers)
         )
         self.output = nn.Linear(config.dim, config.dim)
+        self.history_bias = HistoryBias.for_stages(num_stages) if config.use_history_bias else None
 
     def forward(self, batch: ModelBatch) -> Tensor:
         x = {

@@ -5,6 +5,7 @@ primitives -> one unit-norm embedding per root seed, in a space shared by every 
     for each layer:  h = BiasAwareGraphAttention(h)        local, relation/stage/recency/hop/popularity biases
                      h = InterestPrimitives.exchange(h)    global: nodes <-> K primitives, per root
     z = normalise(W h[root])
+    score(u, i, t) = <z_u, z_i> / tau + HistoryBias(u's earlier events on i before t)
 
 The content view (`content_embedding`) embeds an entity from its text/image alone through the same
 input encoder and output head: cross-view distillation pulls it to where the graph puts the entity,
@@ -23,6 +24,7 @@ from torch_geometric.typing import EdgeType
 
 from hier_pipeline.model.attention import AttentionConfig, BiasAwareGraphAttention
 from hier_pipeline.model.batch import ModelBatch
+from hier_pipeline.model.history import HistoryBias
 from hier_pipeline.model.inputs import InputConfig, NodeInputEncoder, NodeTypeShape
 from hier_pipeline.model.primitives import InterestPrimitives
 
@@ -38,6 +40,7 @@ class ModelConfig:
     num_primitives: int = 32
     dropout: float = 0.1
     use_primitives: bool = True
+    use_history_bias: bool = True  # the learned personal-history score term, see history.py
     attention: AttentionConfig = field(default_factory=AttentionConfig)  # bias switches
     inputs: InputConfig = field(default_factory=InputConfig)
 
@@ -70,6 +73,7 @@ class InterestModel(nn.Module):
             config.num_primitives, config.dim, config.heads, config.dropout
         )
         self.output = nn.Linear(config.dim, config.dim)
+        self.history_bias = HistoryBias.for_stages(num_stages) if config.use_history_bias else None
 
     def forward(self, batch: ModelBatch) -> Tensor:
         h = torch.cat(

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hier_pipeline.evaluation.metrics import evaluate_embeddings
+from hier_pipeline.evaluation.metrics import PairScores, evaluate_embeddings
 from hier_pipeline.evaluation.window import target_window
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
@@ -34,8 +34,9 @@ from hier_pipeline.model.distill import (
     make_teacher,
 )
 from hier_pipeline.model.distributed import average_gradients, join_cluster
-from hier_pipeline.model.examples import ExampleSampler
+from hier_pipeline.model.examples import ExampleBatch, ExampleSampler
 from hier_pipeline.model.factory import GraphEncoder, build_model
+from hier_pipeline.model.history import HistoryBias, InteractionHistory
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
@@ -54,6 +55,9 @@ class TrainConfig:
     learning_rate: float = 2e-3
     weight_decay: float = 1e-4
     temperature: float = 0.1
+    # Correct the ranking loss for how often each item is a sampled candidate (see
+    # `funnel_softmax_loss`); off, the model learns to rank popular items down.
+    logq_correction: bool = True
     use_distillation: bool = True
     distill_weight: float = 0.2
     usage_weight: float = 0.05
@@ -96,6 +100,10 @@ class Trainer:
         )
         self.examples = ExampleSampler(data, meta, self.config.seed, before=t1)
         self.known_items = torch.nonzero(data[meta.item_type].time < t1).flatten()
+        self.history = InteractionHistory.of(self.graph)  # queried strictly before each time
+        self.item_probability = torch.from_numpy(
+            self.examples.item_probability(int(data[meta.item_type].num_nodes))
+        ).float()
         shapes = node_type_shapes(data, self.content)
         attention = replace(self.config.model.attention, max_hops=len(self.config.fanouts))
         model_config = replace(self.config.model, attention=attention)
@@ -152,6 +160,8 @@ class Trainer:
             hard_negatives=hard_embeddings,
             hard_negative_mask=hard,
             temperature=config.temperature,
+            log_q=self._log_q(torch.cat([batch.item, random_items, batch.hard_item]), size),
+            pair_logits=self._history_logits(batch, random_items),
         )
         loss, parts = ranking, {"loss/ranking": ranking.item()}
         if isinstance(self.model, InterestModel):  # the HGT peer has neither term
@@ -168,6 +178,29 @@ class Trainer:
         ema_update(self.teacher, self.model, config.ema_momentum)
         parts["loss/total"] = loss.item()
         return parts
+
+    def _history_logits(self, batch: ExampleBatch, random_items: Tensor) -> Tensor | None:
+        """The history bias of every (user, candidate) pair of the loss, as of the event's time.
+        Shapes: -> [B, B + M + 1] (in-batch, random, hard negative), or None without the term."""
+        bias = history_bias(self.model)
+        if bias is None:
+            return None
+        size = len(batch.user)
+        candidates = torch.cat([batch.item, random_items])
+        users = batch.user.repeat_interleave(len(candidates))
+        times = batch.time.repeat_interleave(len(candidates))
+        sampled = bias(self.history.features(users, candidates.repeat(size), times))
+        hard = bias(self.history.features(batch.user, batch.hard_item, batch.time))
+        return torch.cat([sampled.view(size, -1), hard.unsqueeze(1)], dim=1)
+
+    def _log_q(self, items: Tensor, batch_size: int) -> Tensor | None:
+        """log of each item's expected count among one step's sampled candidates: `batch_size`
+        positives drawn by `ExampleSampler`, M random negatives uniform over the known items."""
+        if not self.config.logq_correction:
+            return None
+        uniform = self.config.random_negatives / len(self.known_items)
+        expected = batch_size * self.item_probability[items] + uniform
+        return torch.log(expected)
 
     def _interest_terms(
         self,
@@ -211,9 +244,35 @@ class Trainer:
             meta.item_type, torch.arange(int(data[meta.item_type].num_nodes)), t1
         )
         metrics = evaluate_embeddings(
-            users, item_embeddings, self.window.relevant, ks=(config.eval_k,)
+            users,
+            item_embeddings,
+            self.window.relevant,
+            ks=(config.eval_k,),
+            pair_scores=history_scores(self.model, self.history, self.window.users, t1, config),
         )
         return {f"val/{name}": value for name, value in metrics.items()}
+
+
+def history_bias(model: GraphEncoder) -> HistoryBias | None:
+    """The model's personal-history term, if its config has one."""
+    return model.history_bias
+
+
+def history_scores(
+    model: GraphEncoder,
+    history: InteractionHistory,
+    users: Tensor,
+    as_of: int,
+    config: TrainConfig,
+) -> PairScores | None:
+    """The history term of a full ranking in inner-product units (times tau, the loss's scale),
+    for each user's items engaged before `as_of`."""
+    bias = history_bias(model)
+    if bias is None:
+        return None
+    rows, items, features = history.pairs_of(users, as_of)
+    with torch.no_grad():
+        return PairScores(rows, items, config.temperature * bias(features))
 
 
 @dataclass

@@ -34,6 +34,33 @@ def test_matches_the_hand_computed_softmax() -> None:
     assert loss.item() == pytest.approx(expected, rel=1e-6)
 
 
+def test_log_q_correction_subtracts_each_candidates_log_expected_count() -> None:
+    user = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+    item = torch.tensor([[2.0, 0.0], [1.0, 1.0]])
+    random = torch.tensor([[0.0, 3.0]])
+    hard = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
+    log_q = torch.log(torch.tensor([4.0, 1.0, 2.0, 0.5, 1.0]))  # in-batch, random, hard
+    # Columns: item 0, item 1 (in batch), the random item, the event's hard item.
+    rows = [
+        [2 - math.log(4), 1 - math.log(1), 0 - math.log(2), 1 - math.log(0.5)],
+        [0 - math.log(4), 1 - math.log(1), 3 - math.log(2), 0 - math.log(1)],
+    ]
+    expected = sum(
+        -math.log(math.exp(row[b]) / sum(map(math.exp, row))) for b, row in enumerate(rows)
+    )
+    loss = funnel_softmax_loss(
+        user,
+        item,
+        torch.tensor([0, 1]),
+        torch.tensor([2, 2]),
+        WEIGHTS,
+        random_negatives=random,
+        hard_negatives=hard,
+        log_q=log_q,
+    )
+    assert loss.item() == pytest.approx(expected / 2, rel=1e-6)
+
+
 def test_lower_when_positives_score_higher_and_gradients_flow() -> None:
     torch.manual_seed(0)
     user = torch.randn(4, 8, requires_grad=True)
