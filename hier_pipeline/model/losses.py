@@ -36,7 +36,7 @@ def funnel_softmax_loss(
     hard_negative_mask: Tensor | None = None,
     temperature: float = 1.0,
     log_q: Tensor | None = None,
-    pair_logits: Tensor | None = None,
+    pair_scores: Tensor | None = None,
 ) -> Tensor:
     """Stage-weighted sampled softmax over in-batch, random and explicit-feedback negatives.
 
@@ -59,34 +59,38 @@ def funnel_softmax_loss(
         temperature: tau. 1.0 scores raw inner products; use ~0.05-0.1 for unit-norm embeddings.
         log_q: log expected candidate count of the in-batch items, of the random negatives, and
             (when `hard_negatives` are given) of each event's hard negative.
-        pair_logits: a per-(user, candidate) term added to the logits, e.g. the history bias;
-            columns as `log_q`.
+        pair_scores: a per-(user, candidate) term added to the inner products (before tau),
+            e.g. the history bias; columns as `log_q`.
 
     Shapes:
         user, item: [B, d]; item_ids, stage: [B] long (stage in [0, S)); stage_weights: [S];
         random_negatives: [M, d]; hard_negatives: [B, d]; hard_negative_mask: [B] bool
-        (default: all present); log_q: [B + M (+ B)]; pair_logits: [B, B + M (+ 1)].
+        (default: all present); log_q: [B + M (+ B)]; pair_scores: [B, B + M (+ 1)].
         Output: scalar.
     """
     if bool((stage < 0).any()):
         raise ValueError("every positive needs a funnel stage >= 0 (negative feedback is not one)")
     sampled = [item] if random_negatives is None else [item, random_negatives]
-    scores = user @ torch.cat(sampled).T / temperature  # [B, B + M], the positive on the diagonal
+    scores = user @ torch.cat(sampled).T  # [B, B + M], the positive on the diagonal
+    if pair_scores is not None:
+        scores = scores + pair_scores[:, : scores.size(1)]
+    scores = scores / temperature
     if log_q is not None:
         scores = scores - log_q[: scores.size(1)]
     duplicate = item_ids.unsqueeze(0) == item_ids.unsqueeze(1)
     duplicate.fill_diagonal_(False)
     columns = [scores[:, : len(item)].masked_fill(duplicate, -math.inf), scores[:, len(item) :]]
     if hard_negatives is not None:
-        hard = (user * hard_negatives).sum(dim=-1, keepdim=True) / temperature
+        hard = (user * hard_negatives).sum(dim=-1, keepdim=True)
+        if pair_scores is not None:
+            hard = hard + pair_scores[:, scores.size(1) :]
+        hard = hard / temperature
         if log_q is not None:
             hard = hard - log_q[scores.size(1) :].unsqueeze(-1)
         if hard_negative_mask is not None:
             hard = hard.masked_fill(~hard_negative_mask.unsqueeze(-1), -math.inf)
         columns.append(hard)
     logits = torch.cat(columns, dim=1)
-    if pair_logits is not None:
-        logits = logits + pair_logits
     target = torch.arange(len(user), device=user.device)
     per_event = F.cross_entropy(logits, target, reduction="none")
     return (stage_weights[stage] * per_event).mean()

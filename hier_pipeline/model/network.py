@@ -5,7 +5,7 @@ primitives -> one unit-norm embedding per root seed, in a space shared by every 
     for each layer:  h = BiasAwareGraphAttention(h)        local, relation/stage/recency/hop/popularity biases
                      h = InterestPrimitives.exchange(h)    global: nodes <-> K primitives, per root
     z = normalise(W h[root])
-    score(u, i, t) = <z_u, z_i> / tau + HistoryBias(u's earlier events on i before t)
+    score(u, i, t) = <z_u, z_i> + HistoryBias(u's earlier events on i before t)
 
 The content view (`content_embedding`) embeds an entity from its text/image alone through the same
 input encoder and output head: cross-view distillation pulls it to where the graph puts the entity,

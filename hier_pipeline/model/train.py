@@ -161,7 +161,7 @@ class Trainer:
             hard_negative_mask=hard,
             temperature=config.temperature,
             log_q=self._log_q(torch.cat([batch.item, random_items, batch.hard_item]), size),
-            pair_logits=self._history_logits(batch, random_items),
+            pair_scores=self._history_scores(batch, random_items),
         )
         loss, parts = ranking, {"loss/ranking": ranking.item()}
         if isinstance(self.model, InterestModel):  # the HGT peer has neither term
@@ -179,7 +179,7 @@ class Trainer:
         parts["loss/total"] = loss.item()
         return parts
 
-    def _history_logits(self, batch: ExampleBatch, random_items: Tensor) -> Tensor | None:
+    def _history_scores(self, batch: ExampleBatch, random_items: Tensor) -> Tensor | None:
         """The history bias of every (user, candidate) pair of the loss, as of the event's time.
         Shapes: -> [B, B + M + 1] (in-batch, random, hard negative), or None without the term."""
         bias = history_bias(self.model)
@@ -248,7 +248,7 @@ class Trainer:
             item_embeddings,
             self.window.relevant,
             ks=(config.eval_k,),
-            pair_scores=history_scores(self.model, self.history, self.window.users, t1, config),
+            pair_scores=history_scores(self.model, self.history, self.window.users, t1),
         )
         return {f"val/{name}": value for name, value in metrics.items()}
 
@@ -263,16 +263,14 @@ def history_scores(
     history: InteractionHistory,
     users: Tensor,
     as_of: int,
-    config: TrainConfig,
 ) -> PairScores | None:
-    """The history term of a full ranking in inner-product units (times tau, the loss's scale),
-    for each user's items engaged before `as_of`."""
+    """The history term of a full ranking, for each user's items engaged before `as_of`."""
     bias = history_bias(model)
     if bias is None:
         return None
     rows, items, features = history.pairs_of(users, as_of)
     with torch.no_grad():
-        return PairScores(rows, items, config.temperature * bias(features))
+        return PairScores(rows, items, bias(features))
 
 
 @dataclass
