@@ -7,6 +7,7 @@ import os
 import dagster as dg
 
 from assets.content import content_embedding_checks, content_embeddings
+from assets.evaluation import evaluation_report, evaluation_report_checks, published_tokens
 from assets.graph import relational_graph, relational_graph_checks
 from assets.ingest import raw_table_checks, raw_tables
 from assets.interests import (
@@ -41,6 +42,13 @@ all_assets_job = dg.define_asset_job(
     "all_assets_job", selection=dg.AssetSelection.all(), description="Every stage, end to end."
 )
 
+# Re-evaluate the materialised model and publish its tokens if it passes `beats_popularity`.
+evaluate_and_publish_job = dg.define_asset_job(
+    "evaluate_and_publish_job",
+    selection=dg.AssetSelection.assets("evaluation_report", "published_tokens"),
+    description="The evaluation report, its quality gate, and the tokens it lets through.",
+)
+
 defs = dg.Definitions(
     assets=[
         raw_tables,
@@ -50,6 +58,8 @@ defs = dg.Definitions(
         entity_embeddings,
         interest_hierarchy,
         interest_tokens,
+        evaluation_report,
+        published_tokens,
     ],
     asset_checks=[
         raw_table_checks,
@@ -59,7 +69,8 @@ defs = dg.Definitions(
         entity_embedding_checks,
         interest_hierarchy_checks,
         interest_token_checks,
+        evaluation_report_checks,
     ],
-    jobs=[all_assets_job],
+    jobs=[all_assets_job, evaluate_and_publish_job],
     resources=RESOURCES_BY_ENV[os.environ.get("HIER_ENV", "local")],
 )

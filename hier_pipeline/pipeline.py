@@ -21,6 +21,7 @@ class Prepared:
     graph: RelationalGraph
     content: dict[str, dict[str, torch.Tensor]]
     split: TemporalSplit
+    database: Path  # the validated tables (DuckDB), for what reads keys and text from them
 
 
 def prepare(dataset_dir: Path, work_dir: Path, content_cache: Path) -> Prepared:
@@ -29,7 +30,7 @@ def prepare(dataset_dir: Path, work_dir: Path, content_cache: Path) -> Prepared:
     report = load_dataset(spec, work_dir / "raw.duckdb")
     graph = build_graph(spec, report.database)
     content = embed_tables(spec, report.database, content_cache, work_dir / "content.pt").load()
-    return Prepared(graph, content, default_split(graph))
+    return Prepared(graph, content, default_split(graph), report.database)
 
 
 def fit(dataset_dir: Path, out_dir: Path, config: TrainConfig) -> TrainResult:

@@ -1,0 +1,195 @@
+"""Stage 5, evaluation: the report that compares our model with its ablations and the baselines,
+the quality gate on it, and the interest tokens published once the gate is passed.
+
+The gate: `beats_popularity` is a blocking check of `evaluation_report`. In a run that includes
+it, `published_tokens` starts only if it passed; a model that loses to popularity on the target
+stage stops the run there and the previously published tokens stay. `published_tokens` asks the
+report itself too, so a run that selects it alone cannot publish a losing model either.
+"""
+
+from collections.abc import Iterator
+
+import dagster as dg
+from pydantic import Field
+
+from assets.model import TrainingConfig
+from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.dataset import LoadReport
+from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY
+from hier_pipeline.evaluation.baselines.evaluate import BASELINES
+from hier_pipeline.evaluation.report import OURS, EvaluationReport
+from hier_pipeline.graph import GraphArtifact
+from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
+from hier_pipeline.model.artifact import ModelArtifact
+from resources import DatasetResource, MLflowResource, StorageResource
+
+GROUP = "evaluation"
+GATE = "popularity"  # the baseline our model must beat for its tokens to be published
+
+
+class EvaluationConfig(TrainingConfig):
+    """What to compare. The trained ablations use the inherited training knobs: keep them equal to
+    `interest_model`'s (the defaults are); a different architecture is refused."""
+
+    # Only the free ablation by default: each trained one costs a full interest_model fit, which
+    # would triple the demo. `hier evaluate` trains all of them.
+    ablations: list[str] = Field(
+        default_factory=lambda: [CONTENT_ONLY],
+        description=f"ablations of our model to score, of {list(ABLATIONS)}; each but "
+        f"{CONTENT_ONLY} trains a model of its own (as long as interest_model's fit)",
+    )
+    baselines: list[str] = Field(
+        default_factory=lambda: list(BASELINES), description="baselines to tune, refit and score"
+    )
+    max_users: int = Field(default=1000, description="evaluated users (a fixed random subset)")
+    baseline_steps: int = Field(
+        default=1000, description="optimisation steps per fit of a trained baseline"
+    )
+    baseline_seconds: float = Field(
+        default=120.0, description="wall-clock cap per fit of a trained baseline"
+    )
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, owners=["team:hier-pipeline"])
+def evaluation_report(
+    context: dg.AssetExecutionContext,
+    config: EvaluationConfig,
+    dataset: DatasetResource,
+    storage: StorageResource,
+    mlflow: MLflowResource,
+    raw_tables: LoadReport,
+    relational_graph: GraphArtifact,
+    content_embeddings: ContentArtifact,
+    interest_model: ModelArtifact,
+    interest_hierarchy: HierarchyArtifact,
+    interest_tokens: TokensArtifact,
+) -> dg.Output[EvaluationReport]:
+    """Our model, its ablations and every baseline on the window after validation, [t2, end):
+    Recall@10/50/100, NDCG@10 and MAP@10 of the target stage over a full ranking of every item,
+    warm users and cold-start items; the interest hierarchy against the known taxonomy (NMI/ARI
+    per level), token retrieval and stability. Written as report.md with plots and metrics.json,
+    logged to MLflow (`eval/<model>/<metric>`), shown here."""
+    from hier_pipeline.evaluation.ablations import same_architecture, train_ablations
+    from hier_pipeline.evaluation.baselines.recommender import Budget
+    from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
+    from hier_pipeline.evaluation.report import inline_images
+    from hier_pipeline.evaluation.truth import item_truth
+
+    spec = dataset.spec()
+    graph, content = relational_graph.load(), content_embeddings.load()
+    split, core = relational_graph.split, config.to_core()
+    model = interest_model.load(graph, content)
+    if not same_architecture(model.config, core):
+        raise dg.Failure(
+            "evaluation_report's training knobs build another architecture than interest_model's:"
+            " set the same dim, layers, primitives and ablation switches on both"
+        )
+    truth = item_truth(dataset.folder(), spec, raw_tables.database)
+    tags = {"dataset": spec.name, "stage": "evaluation_report"}
+    with mlflow.run(
+        "evaluation_report", tags={**tags, "model_run": str(interest_model.run_id)}
+    ) as run:
+        run.log_params({**config.model_dump(), "t1": split.t1, "t2": split.t2})
+        trained = train_ablations(graph, content, split, core, config.ablations, context.log.info)
+        comparison = Comparison(
+            models={OURS: model, **{name: result.model for name, result in trained.items()}},
+            fanouts=core.fanouts,
+            history=interest_model.history,
+            content_only=CONTENT_ONLY in config.ablations,
+            baselines=config.baselines,
+            max_users=config.max_users,
+            seed=config.seed,
+            budget=Budget(config.baseline_steps, config.baseline_seconds),
+        )
+        inputs = hierarchy_inputs(interest_hierarchy, interest_tokens, truth)
+        report = evaluate_models(
+            spec.name, graph, content, split, comparison, inputs, context.log.info
+        )
+        folder = storage.folder("evaluation", spec.name)
+        page = report.write(folder)
+        run.log_metrics(report.tracked_metrics())
+        for file in sorted(folder.iterdir()):
+            run.log_artifact(file, "report")
+    ours, gate = report.models[OURS], report.models.get(GATE, {})
+    return dg.Output(
+        report,
+        metadata={
+            "report": dg.MetadataValue.md(inline_images(page.read_text(), folder)),
+            "path": dg.MetadataValue.path(str(page)),
+            "mlflow_run": dg.MetadataValue.url(mlflow.run_url(run)),
+            "map@10": _rounded(ours["map@10"]),
+            f"{GATE}_map@10": _rounded(gate.get("map@10")),
+            "users": report.users,
+            "models": len(report.models),
+        },
+    )
+
+
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(
+            "beats_popularity",
+            asset="evaluation_report",
+            blocking=True,
+            description="Our model's MAP@10 on the target stage is above the popularity "
+            "baseline's. Blocking: published_tokens does not run when it fails.",
+        ),
+        dg.AssetCheckSpec(
+            "beats_every_baseline",
+            asset="evaluation_report",
+            description="Our model's MAP@10 on the target stage is above every baseline's.",
+        ),
+    ],
+    ins={"evaluation_report": dg.AssetIn("evaluation_report")},
+)
+def evaluation_report_checks(evaluation_report: EvaluationReport) -> Iterator[dg.AssetCheckResult]:
+    report = evaluation_report
+    scores = {name: _rounded(report.models[name]["map@10"]) for name in report.baselines()}
+    ours = {f"{OURS}_map@10": _rounded(report.models[OURS]["map@10"])}
+    yield dg.AssetCheckResult(
+        check_name="beats_popularity",
+        passed=GATE in report.models and report.beats(GATE),
+        metadata={**ours, f"{GATE}_map@10": scores.get(GATE)},
+    )
+    lost = [name for name in report.baselines() if not report.beats(name)]
+    yield dg.AssetCheckResult(
+        check_name="beats_every_baseline",
+        passed=not lost,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={**ours, "lost_to": dg.MetadataValue.json(lost), "baselines": scores},
+    )
+
+
+@dg.asset(group_name=GROUP, kinds={"pytorch", "parquet"}, owners=["team:hier-pipeline"])
+def published_tokens(
+    context: dg.AssetExecutionContext,
+    dataset: DatasetResource,
+    storage: StorageResource,
+    interest_tokens: TokensArtifact,
+    evaluation_report: EvaluationReport,
+) -> dg.Output[TokensArtifact]:
+    """The interest tokens serving reads (`InterestIndex.open` on `published/<dataset>/`): a
+    self-contained copy of the tokens, vocabulary, tree and embeddings of a model that beat
+    popularity in `evaluation_report`, with a manifest of its scores."""
+    from hier_pipeline.evaluation.publish import publish_tokens
+
+    if not (GATE in evaluation_report.models and evaluation_report.beats(GATE)):
+        raise dg.Failure(f"the evaluated model does not beat {GATE}: its tokens stay unpublished")
+    spec = dataset.spec()
+    manifest = {
+        "dataset": spec.name,
+        "run_id": context.run_id,
+        "models": evaluation_report.to_json()["models"],
+    }
+    published = publish_tokens(interest_tokens, storage.folder("published", spec.name), manifest)
+    return dg.Output(
+        published,
+        metadata={
+            "path": dg.MetadataValue.path(str(published.path.parent)),
+            "entities": dg.MetadataValue.json(published.counts),
+        },
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)

@@ -1,0 +1,66 @@
+"""The ablations of our model compared in the evaluation report: each switches off one idea and
+keeps everything else of the full model's training config.
+
+Three are trained models of their own (same data, split, seed and steps); `hier_content_only` is
+a view of the full model: users from the graph, items from their content alone (text and image,
+the content view that distillation aligns with the graph view), which is how a product with no
+engagement at all would be placed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, replace
+
+from torch import Tensor
+
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.split import TemporalSplit
+from hier_pipeline.model.attention import AttentionConfig
+from hier_pipeline.model.network import ModelConfig
+from hier_pipeline.model.train import TrainConfig, TrainResult, train_model
+
+CONTENT_ONLY = "hier_content_only"
+_NO_BIASES = {
+    k: v for k, v in asdict(AttentionConfig.with_biases(False)).items() if k[:4] == "use_"
+}
+
+TRAINED: dict[str, Callable[[TrainConfig], TrainConfig]] = {
+    "hier_no_bias": lambda c: replace(
+        c, model=replace(c.model, attention=replace(c.model.attention, **_NO_BIASES))
+    ),
+    "hier_no_primitives": lambda c: replace(c, model=replace(c.model, use_primitives=False)),
+    "hier_no_distill": lambda c: replace(c, use_distillation=False),
+}
+ABLATIONS = (*TRAINED, CONTENT_ONLY)
+
+
+def check_ablations(names: Sequence[str]) -> None:
+    if unknown := set(names) - set(ABLATIONS):
+        raise ValueError(f"unknown ablations {sorted(unknown)}; known: {list(ABLATIONS)}")
+
+
+def train_ablations(
+    graph: RelationalGraph,
+    content: dict[str, dict[str, Tensor]],
+    split: TemporalSplit,
+    config: TrainConfig,
+    names: Sequence[str],
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, TrainResult]:
+    """The trained ablations among `names` (the content-only view needs no training)."""
+    check_ablations(names)
+    results = {}
+    for name in (n for n in names if n in TRAINED):
+        if progress is not None:
+            progress(f"training {name}")
+        results[name] = train_model(graph, content, split, TRAINED[name](config), progress=progress)
+    return results
+
+
+def same_architecture(trained: ModelConfig, config: TrainConfig) -> bool:
+    """Whether `config` builds the model `trained` was built from: the ablations must differ from
+    the full model in their one switch only. (Training sets the attention's hop count from the
+    fanouts, so that field is compared after the same step.)"""
+    attention = replace(config.model.attention, max_hops=len(config.fanouts))
+    return asdict(trained) == asdict(replace(config.model, attention=attention))

@@ -1,0 +1,188 @@
+"""Our model, its ablations and every baseline on one window: the numbers of the evaluation report.
+
+Protocol. Our model is trained on events before t1 and early-stopped on [t1, t2), so the final
+comparison is on the window after it, [t2, end), end = the last event + 1:
+  - baselines run `evaluate_baselines` on the split (t2, end): tuned on a window as long as the
+    evaluated one just before t2, then refit on everything before t2;
+  - our models are embedded as of t2 (inductively, from neighbourhoods before t2, with no
+    retraining) and ranked on the same window: same warm users, same relevant items, the same
+    rule for already-bought items, the same popularity tie-break;
+  - cold items are those first seen at or after t2: nobody, model or baseline, has seen a single
+    interaction with them. (Items first seen in [t1, t2) are new to our model's training but
+    not to the baselines, which refit on them: counting them as cold would favour the baselines
+    and hide whether inductive embedding works.)
+  - token retrieval (`hier_tokens`) ranks items by the Bag-of-Meaning tokens they share with the
+    user, bags assigned from the same t2 vectors with the materialised tree (grown on the
+    embeddings as of the end of the data: it saw the items' later neighbourhoods, not the users').
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from torch import Tensor
+
+from hier_pipeline.evaluation.ablations import CONTENT_ONLY
+from hier_pipeline.evaluation.baselines.evaluate import (
+    BASELINES,
+    FIT_BUDGET,
+    Fitted,
+    evaluate_baselines,
+)
+from hier_pipeline.evaluation.baselines.recommender import Budget, Recommender
+from hier_pipeline.evaluation.ours import (
+    EmbeddingRecommender,
+    TokenRecommender,
+    content_item_vectors,
+    graph_vectors,
+)
+from hier_pipeline.evaluation.report import OURS, EvaluationReport, HierarchyScores
+from hier_pipeline.evaluation.truth import level_scores
+from hier_pipeline.evaluation.window import EvaluationWindow
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.split import TemporalSplit
+from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
+from hier_pipeline.interests.hierarchy import InterestHierarchy
+from hier_pipeline.interests.tokens import TokenConfig
+from hier_pipeline.model.factory import GraphEncoder
+
+TOKENS = f"{OURS}_tokens"
+
+
+@dataclass(frozen=True)
+class HierarchyInputs:
+    """The materialised interest tree, the token settings its bags were made with, its stability
+    (per level agreement with a tree from another seed) and the items' known taxonomy, if any.
+
+    Shapes: truth [items, truth levels] or None.
+    """
+
+    tree: InterestHierarchy
+    tokens: TokenConfig
+    stability: list[dict[str, float]]
+    truth: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What to compare, besides the data: our trained models by name (`hier` and any trained
+    ablations), the fanouts they embed with, our model's training history."""
+
+    models: Mapping[str, GraphEncoder]
+    fanouts: tuple[int, ...]
+    history: list[dict[str, float]] = field(default_factory=list)
+    content_only: bool = True  # add `hier_content_only`
+    baselines: Sequence[str] = tuple(BASELINES)
+    max_users: int = 1000
+    seed: int = 0
+    budget: Budget = FIT_BUDGET
+
+
+def hierarchy_inputs(
+    hierarchy: HierarchyArtifact, tokens: TokensArtifact, truth: np.ndarray | None
+) -> HierarchyInputs:
+    """From the interests stage's outputs. The bags' token count per level is read from the
+    tokens; their softmax temperature is not stored, so retrieval weighs at the default one."""
+    bags = next(iter(tokens.load().bags.values()))
+    return HierarchyInputs(
+        hierarchy.load(), TokenConfig(top_k=bags.tokens.shape[2]), hierarchy.stability, truth
+    )
+
+
+def data_end(graph: RelationalGraph) -> int:
+    """One second after the last funnel event: the end of the evaluated window."""
+    return int(graph.data[graph.metadata.engaged].edge_time.max()) + 1
+
+
+def evaluate_models(
+    dataset: str,
+    graph: RelationalGraph,
+    content: Mapping[str, Mapping[str, Tensor]],
+    split: TemporalSplit,
+    comparison: Comparison,
+    hierarchy: HierarchyInputs | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> EvaluationReport:
+    """Score everything on [t2, end) as the module doc describes. `split` is the training split."""
+    if OURS not in comparison.models:
+        raise ValueError(f"the models to compare must include '{OURS}'")
+    end = data_end(graph)
+    fitted = _fitted(graph, content, split.t2, comparison, hierarchy)
+    result = evaluate_baselines(
+        graph,
+        content,
+        TemporalSplit(split.t2, end),
+        comparison.baselines,
+        max_users=comparison.max_users,
+        seed=comparison.seed,
+        budget=comparison.budget,
+        progress=progress,
+        fitted=fitted,
+    )
+    scores = None
+    if hierarchy is not None:
+        scores = HierarchyScores(
+            level_scores(hierarchy.tree, hierarchy.truth),
+            result.metrics[TOKENS]["recall@50"],
+            result.metrics[OURS]["recall@50"],
+            _mean([level["ari"] for level in hierarchy.stability]),
+        )
+    return EvaluationReport(
+        dataset=dataset,
+        target_stage=graph.metadata.stages[-1],
+        t1=split.t1,
+        t2=split.t2,
+        end=end,
+        models=result.metrics,
+        settings=result.settings,
+        seconds=result.seconds,
+        hierarchy=scores,
+        history=comparison.history,
+        repeat_rate=result.repeat_rate,
+        exclude_seen=result.exclude_seen,
+        users=result.num_users,
+        cold_users=result.num_cold_users,
+    )
+
+
+def _fitted(
+    graph: RelationalGraph,
+    content: Mapping[str, Mapping[str, Tensor]],
+    as_of: int,
+    comparison: Comparison,
+    hierarchy: HierarchyInputs | None,
+) -> dict[str, Fitted]:
+    """A recommender builder per model of ours; each model embeds the window's users once."""
+    vectors: dict[str, tuple[Tensor, Tensor]] = {}
+
+    def embedded(name: str, window: EvaluationWindow) -> tuple[Tensor, Tensor]:
+        if name not in vectors:
+            model = comparison.models[name]
+            vectors[name] = graph_vectors(
+                model, graph, content, comparison.fanouts, as_of, window.users
+            )
+        return vectors[name]
+
+    def by_embedding(name: str) -> Fitted:
+        return lambda window: EmbeddingRecommender(window.users, *embedded(name, window))
+
+    def content_only(window: EvaluationWindow) -> Recommender:
+        items = content_item_vectors(comparison.models[OURS], graph, content)
+        return EmbeddingRecommender(window.users, embedded(OURS, window)[0], items)
+
+    fitted = {name: by_embedding(name) for name in comparison.models}
+    if comparison.content_only:
+        fitted[CONTENT_ONLY] = content_only
+    if hierarchy is not None:
+        fitted[TOKENS] = lambda window: TokenRecommender(
+            window.users, *embedded(OURS, window), hierarchy.tree, hierarchy.tokens
+        )
+    return fitted
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else None

@@ -1,0 +1,131 @@
+"""Our trained model scored like every baseline (`Recommender`): users and items embedded as of the
+start of the evaluated window (inductively: cold items from their content and whatever
+neighbourhood they have), ranked by inner product, or by the interest tokens they share.
+Training happened before; `fit` has nothing left to learn."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torch import Tensor
+
+from hier_pipeline.evaluation.baselines.interactions import Interactions
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.interests.hierarchy import InterestHierarchy
+from hier_pipeline.interests.tokens import InvertedIndex, TokenConfig, assign_tokens
+from hier_pipeline.model.batch import GraphContext
+from hier_pipeline.model.factory import GraphEncoder
+from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.network import InterestModel
+
+
+class Frozen:
+    """A recommender that was trained before the evaluation: fitting is a no-op. Rows of its
+    scores are looked up by user node id; only the users it was built for can be scored."""
+
+    def __init__(self, users: Tensor) -> None:
+        self.row = torch.full((int(users.max()) + 1 if len(users) else 0,), -1, dtype=torch.long)
+        self.row[users] = torch.arange(len(users))
+
+    def fit(self, history: Interactions) -> None:
+        """Nothing to fit: the model was trained on events before t1 and is frozen."""
+
+    def rows(self, users: Tensor) -> Tensor:
+        known = users < len(self.row)
+        rows = torch.full_like(users, -1)
+        rows[known] = self.row[users[known]]
+        if (rows < 0).any():
+            raise KeyError(f"users {users[rows < 0].tolist()[:5]} were not embedded")
+        return rows
+
+
+class EmbeddingRecommender(Frozen):
+    """score(u, i) = <user_vectors[u], item_vectors[i]>.
+
+    Shapes: user_vectors [U, dim] for the node ids `users` [U]; item_vectors [I, dim].
+    """
+
+    def __init__(self, users: Tensor, user_vectors: Tensor, item_vectors: Tensor) -> None:
+        super().__init__(users)
+        self.user_vectors, self.item_vectors = user_vectors, item_vectors
+
+    def score(self, users: Tensor) -> Tensor:
+        return self.user_vectors[self.rows(users)] @ self.item_vectors.T
+
+
+class TokenRecommender(Frozen):
+    """score(u, i) = the weighted tokens u's and i's Bag-of-Meaning share (`InvertedIndex`):
+    retrieval by interest tokens alone, bags assigned from the same vectors as the embeddings.
+
+    Shapes: user_vectors [U, dim] for `users` [U]; item_vectors [I, dim]; both unit norm.
+    """
+
+    def __init__(
+        self,
+        users: Tensor,
+        user_vectors: Tensor,
+        item_vectors: Tensor,
+        tree: InterestHierarchy,
+        config: TokenConfig,
+    ) -> None:
+        super().__init__(users)
+        self.bags = assign_tokens(user_vectors, tree, config)
+        self.index = InvertedIndex(assign_tokens(item_vectors, tree, config), len(tree.parent))
+
+    def score(self, users: Tensor) -> Tensor:
+        rows = self.rows(users).tolist()
+        bags = self.bags
+        return torch.stack(
+            [self.index.scores(bags.tokens[r], bags.weights[r]).float() for r in rows]
+        )
+
+
+def graph_vectors(
+    model: GraphEncoder,
+    graph: RelationalGraph,
+    content: Mapping[str, Mapping[str, Tensor]],
+    fanouts: tuple[int, ...],
+    as_of: int,
+    users: Tensor,
+) -> tuple[Tensor, Tensor]:
+    """(users, every item) embedded from their neighbourhoods strictly before `as_of`, with
+    degrees counted before `as_of` too. Shapes: users [U] -> ([U, dim], [I, dim])."""
+    data, meta = graph.data, graph.metadata
+    sampler = TemporalNeighborSampler(data, SamplerConfig(fanouts, "recent"))
+    context = GraphContext.of(
+        data, list(data.edge_types), len(meta.stages), _plain(content), before=as_of
+    )
+    items = torch.arange(int(data[meta.item_type].num_nodes))
+    return (
+        embed_nodes(model, sampler, data, context, meta.user_type, users, as_of),
+        embed_nodes(model, sampler, data, context, meta.item_type, items, as_of),
+    )
+
+
+@torch.inference_mode()
+def content_item_vectors(
+    model: GraphEncoder, graph: RelationalGraph, content: Mapping[str, Mapping[str, Tensor]]
+) -> Tensor:
+    """Every item from its content view alone (text, image; no graph, no id): how the model
+    places a product nobody has engaged with. Shapes: -> [I, dim]."""
+    if not isinstance(model, InterestModel):
+        raise TypeError(f"{type(model).__name__} has no content view")
+    item_type = graph.metadata.item_type
+    store = graph.data[item_type]
+    features = {
+        "x_num": store.x_num,
+        "x_cat": store.x_cat,
+        "n_id": torch.arange(int(store.num_nodes)),
+        **content.get(item_type, {}),
+    }
+    was_training = model.training
+    model.eval()
+    vectors = model.content_embedding(item_type, features)
+    model.train(was_training)
+    return vectors
+
+
+def _plain(content: Mapping[str, Mapping[str, Tensor]]) -> dict[str, dict[str, Tensor]]:
+    return {node_type: dict(tables) for node_type, tables in content.items()}

@@ -1,0 +1,191 @@
+"""The evaluation stage in Dagster: the report asset with its checks, MLflow run and UI page, and
+the gate that publishes tokens only for a model that beats popularity."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from assets.definitions import defs
+from assets.evaluation import evaluation_report_checks
+from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.dataset import load_dataset, parse_dataset
+from hier_pipeline.graph import GraphArtifact, default_split, save_graph
+from hier_pipeline.interests.hierarchy import HierarchyConfig
+from hier_pipeline.interests.index import InterestIndex
+from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
+from hier_pipeline.interests.tokens import TokenConfig
+from hier_pipeline.model.artifact import ModelArtifact, save_model
+from hier_pipeline.model.embeddings import embed_entities
+from hier_pipeline.model.train import train_model
+from resources import DatasetResource, MLflowResource, StorageResource
+from tests.interests.conftest import TINY, HandedOver
+
+# TINY as launchpad knobs: the architecture the asset checks the handed-over model against.
+TINY_KNOBS = {"epochs": 3, "steps_per_epoch": 4, "batch_size": 64, "dim": 32, "num_primitives": 8}
+
+
+@dataclass(frozen=True)
+class Upstream:
+    folder: Path  # the dataset
+    values: dict[str, Any]  # asset name -> the value its materialisation returned
+    model: torch.nn.Module
+
+
+@pytest.fixture(scope="module")
+def upstream(
+    synthetic_world: Path, synthetic_pipeline: tuple, tmp_path_factory: pytest.TempPathFactory
+) -> Upstream:
+    """Every input of evaluation_report, built by the core functions the assets call. The split
+    leaves the last 40% of purchases after t1 (the default 15% holds 4 warm users at this size)."""
+    graph, content, _ = synthetic_pipeline
+    split = default_split(graph, train=0.5, validate=0.1)
+    folder = tmp_path_factory.mktemp("upstream")
+    spec = parse_dataset(synthetic_world)
+    save_graph(graph, folder / "graph.pt")
+    torch.save(content, folder / "content.pt")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        trained = train_model(graph, content, split, TINY)
+    finally:
+        torch.set_num_threads(threads)
+    save_model(trained.model, folder / "model.pt")
+    embeddings = embed_entities(trained.model, graph, content, folder / "e.pt", TINY.fanouts)
+    hierarchy = build_interest_hierarchy(embeddings, graph, folder, HierarchyConfig())
+    raw = load_dataset(spec, folder / "warehouse.duckdb")
+    tokens = build_interest_tokens(embeddings, hierarchy, spec, raw.database, folder, TokenConfig())
+    values = {
+        "raw_tables": raw,
+        "relational_graph": GraphArtifact.describe(graph, folder / "graph.pt", split),
+        "content_embeddings": ContentArtifact(folder / "content.pt"),
+        "interest_model": ModelArtifact(
+            folder / "model.pt", trained.best_epoch, {}, trained.history, {}
+        ),
+        "interest_hierarchy": hierarchy,
+        "interest_tokens": tokens,
+    }
+    return Upstream(synthetic_world, values, trained.model)
+
+
+def evaluate(
+    upstream: Upstream, home: Path, config: dict[str, Any], model: ModelArtifact | None = None
+) -> dg.ExecuteInProcessResult:
+    """Materialise evaluation_report, its checks and published_tokens on the handed-over inputs."""
+    values = dict(upstream.values)
+    if model is not None:
+        values["interest_model"] = model
+    return dg.materialize(
+        [
+            defs.get_assets_def("evaluation_report"),
+            defs.get_assets_def("published_tokens"),
+            evaluation_report_checks,
+            *(dg.AssetSpec(name) for name in upstream.values),
+        ],
+        resources={
+            "dataset": DatasetResource(source=str(upstream.folder)),
+            "storage": StorageResource(root=str(home)),
+            "mlflow": MLflowResource(
+                tracking_uri=f"sqlite:///{home / 'mlflow.db'}", experiment="tests"
+            ),
+            "io_manager": dg.IOManagerDefinition.hardcoded_io_manager(HandedOver(values)),
+        },
+        run_config={"ops": {"evaluation_report": {"config": {**TINY_KNOBS, **config}}}},
+        instance=dg.DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+
+
+def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
+    return {e.check_name: e for e in result.get_asset_check_evaluations()}
+
+
+def test_report_checks_mlflow_and_publication(upstream: Upstream, tmp_path: Path) -> None:
+    result = evaluate(
+        upstream,
+        tmp_path,
+        {
+            "ablations": ["hier_no_distill", "hier_content_only"],
+            "baselines": ["popularity", "itemknn"],
+            "baseline_steps": 1,
+        },
+    )
+    assert result.success
+    report = result.output_for_node("evaluation_report")
+    assert list(report.models) == [
+        "popularity",
+        "itemknn",
+        "hier",
+        "hier_no_distill",
+        "hier_content_only",
+        "hier_tokens",
+    ]
+    evaluations = checks(result)
+    assert evaluations["beats_popularity"].passed
+    assert evaluations["beats_every_baseline"].passed == report.beats("itemknn")
+
+    (materialised,) = result.asset_materializations_for_node("evaluation_report")
+    page = materialised.metadata["report"].value
+    for section in ("## Target-stage retrieval", "## Interest hierarchy", "## Training"):
+        assert section in page
+    assert page.count("](data:image/png;base64,") == 4 and ".png)" not in page
+    folder = tmp_path / "evaluation" / "synthetic_ads"
+    written = json.loads((folder / "metrics.json").read_text())
+    assert written["models"]["hier"]["map@10"] == pytest.approx(report.models["hier"]["map@10"])
+    assert all(level["nmi"] is not None for level in written["hierarchy"]["levels"])
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    (run,) = client.search_runs(
+        [client.get_experiment_by_name("tests").experiment_id],
+        "tags.stage = 'evaluation_report'",
+    )
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["eval/hier/map_at_10"] == pytest.approx(report.models["hier"]["map@10"])
+    assert "eval/hierarchy/L0/nmi" in run.data.metrics
+    artifacts = {Path(a.path).name for a in client.list_artifacts(run.info.run_id, "report")}
+    assert {"report.md", "metrics.json", "recall_at_k.png", "training_curve.png"} <= artifacts
+
+    published = tmp_path / "published" / "synthetic_ads"
+    manifest = json.loads((published / "manifest.json").read_text())
+    assert manifest["models"]["hier"]["map@10"] == written["models"]["hier"]["map@10"]
+    index = InterestIndex.open(published)
+    user = index.keys["users"][0]
+    assert len(index.top_items(user, 5)) == 5
+
+
+def test_a_randomised_model_fails_the_gate_and_publishes_nothing(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    broken = copy.deepcopy(upstream.model)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in broken.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    save_model(broken, tmp_path / "broken.pt")
+    model = replace(upstream.values["interest_model"], path=tmp_path / "broken.pt")
+    result = evaluate(upstream, tmp_path, {"ablations": [], "baselines": ["popularity"]}, model)
+    assert not result.success
+    evaluations = checks(result)
+    assert not evaluations["beats_popularity"].passed
+    assert evaluations["beats_popularity"].severity == dg.AssetCheckSeverity.ERROR
+    report = result.output_for_node("evaluation_report")
+    assert report.models["hier"]["map@10"] < report.models["popularity"]["map@10"]
+    assert not result.asset_materializations_for_node("published_tokens")
+    assert not (tmp_path / "published").exists()
+
+
+def test_an_architecture_other_than_the_models_is_refused(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    result = evaluate(upstream, tmp_path, {"dim": 16, "ablations": [], "baselines": []})
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert "another architecture than interest_model's" in str(failure.event_specific_data)

@@ -1,0 +1,181 @@
+"""Our model, its ablations and baselines on one window of the tiny synthetic world."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from hier_pipeline.dataset import load_dataset, parse_dataset
+from hier_pipeline.evaluation.ablations import (
+    ABLATIONS,
+    TRAINED,
+    same_architecture,
+    train_ablations,
+)
+from hier_pipeline.evaluation.baselines import Budget, Interactions, warm_window
+from hier_pipeline.evaluation.compare import (
+    TOKENS,
+    Comparison,
+    HierarchyInputs,
+    data_end,
+    evaluate_models,
+)
+from hier_pipeline.evaluation.metrics import evaluate_embeddings
+from hier_pipeline.evaluation.ours import graph_vectors
+from hier_pipeline.evaluation.report import EvaluationReport
+from hier_pipeline.evaluation.truth import item_truth
+from hier_pipeline.graph import default_split
+from hier_pipeline.graph.split import TemporalSplit
+from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
+from hier_pipeline.interests.tokens import TokenConfig
+from hier_pipeline.model.embeddings import embed_entities
+from hier_pipeline.model.factory import GraphEncoder
+from hier_pipeline.model.train import train_model
+from tests.interests.conftest import TINY
+
+BASELINE_NAMES = ("popularity", "itemknn")
+
+
+@dataclass(frozen=True)
+class Compared:
+    graph: object
+    content: dict
+    split: TemporalSplit
+    model: GraphEncoder
+    report: EvaluationReport
+    hierarchy: HierarchyInputs
+
+
+@pytest.fixture(scope="module")
+def compared(
+    synthetic_world: Path, synthetic_pipeline: tuple, tmp_path_factory: pytest.TempPathFactory
+) -> Compared:
+    """Trained on the first half of the purchases, validated on the next tenth: the tiny world's
+    last 15% hold 4 warm users, too few to tell models apart; 40% hold 13."""
+    graph, content, _ = synthetic_pipeline
+    split = default_split(graph, train=0.5, validate=0.1)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        trained = train_model(graph, content, split, TINY)
+        ablations = train_ablations(graph, content, split, TINY, ABLATIONS)
+        folder = tmp_path_factory.mktemp("compare")
+        vectors = embed_entities(trained.model, graph, content, folder / "e.pt", TINY.fanouts)
+        items = vectors.load()[graph.metadata.item_type]
+        spec = parse_dataset(synthetic_world)
+        database = load_dataset(spec, folder / "db.duckdb").database
+        hierarchy = HierarchyInputs(
+            build_hierarchy(items, HierarchyConfig()),
+            TokenConfig(),
+            [{"ari": 0.5, "nmi": 0.6}, {"ari": 0.25, "nmi": 0.4}, {"ari": 0.0, "nmi": 0.3}],
+            item_truth(synthetic_world, spec, database),
+        )
+        comparison = Comparison(
+            models={"hier": trained.model, **{n: r.model for n, r in ablations.items()}},
+            fanouts=TINY.fanouts,
+            history=trained.history,
+            baselines=BASELINE_NAMES,
+            budget=Budget(steps=1),
+        )
+        report = evaluate_models("tiny", graph, content, split, comparison, hierarchy)
+    finally:
+        torch.set_num_threads(threads)
+    return Compared(graph, content, split, trained.model, report, hierarchy)
+
+
+def test_every_model_is_scored_on_the_window_after_validation(compared: Compared) -> None:
+    report = compared.report
+    assert list(report.models) == [*BASELINE_NAMES, "hier", *ABLATIONS[:3], ABLATIONS[3], TOKENS]
+    assert (report.t1, report.t2) == (compared.split.t1, compared.split.t2)
+    assert report.end == data_end(compared.graph) > report.t2
+    assert report.users >= 10
+    keys = set(report.models["popularity"])
+    for name, metrics in report.models.items():
+        assert set(metrics) == keys, name
+        assert all(0.0 <= v <= 1.0 for k, v in metrics.items() if not k.startswith("cold")), name
+    assert report.history and report.settings.keys() == set(BASELINE_NAMES)
+
+
+def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -> None:
+    """Recomputed along another path (topk_in_chunks, no tie-break): the same window, users,
+    exclusion rule and figures."""
+    graph, report, t2 = compared.graph, compared.report, compared.split.t2
+    history = Interactions.from_graph(graph, t2)
+    window = warm_window(graph, history, t2, report.end, max_users=1000)
+    users, items = graph_vectors(
+        compared.model, graph, compared.content, TINY.fanouts, t2, window.users
+    )
+    exclude = history.target_items(window.users) if report.exclude_seen else None
+    expected = evaluate_embeddings(users, items, window.relevant, (10, 50), exclude)
+    assert len(window.users) == report.users
+    for metric in ("map@10", "ndcg@10", "recall@50"):
+        assert report.models["hier"][metric] == pytest.approx(expected[metric], abs=1e-6)
+
+
+def flat(values: dict[str, object], prefix: str = "") -> dict[str, object]:
+    out: dict[str, object] = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def test_each_ablation_differs_from_the_full_config_in_its_switch_only() -> None:
+    full = flat(asdict(TINY))
+    changed = {
+        name: {k for k, v in flat(asdict(ablate(TINY))).items() if full[k] != v}
+        for name, ablate in TRAINED.items()
+    }
+    biases = {k for k in full if k.startswith("model.attention.use_")}
+    assert changed == {
+        "hier_no_bias": biases,
+        "hier_no_primitives": {"model.use_primitives"},
+        "hier_no_distill": {"use_distillation"},
+    }
+    assert len(biases) == 5
+
+
+def test_ablations_are_trained_models_of_their_own(compared: Compared) -> None:
+    report = compared.report
+    assert report.models["hier_no_bias"] != report.models["hier"]
+    assert not same_architecture(compared.model.config, TRAINED["hier_no_bias"](TINY))
+    assert same_architecture(compared.model.config, TINY)
+
+
+def test_a_randomised_model_loses_to_popularity_where_the_trained_one_wins(
+    compared: Compared,
+) -> None:
+    broken = copy.deepcopy(compared.model)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in broken.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    comparison = Comparison(
+        models={"hier": broken},
+        fanouts=TINY.fanouts,
+        content_only=False,
+        baselines=("popularity",),
+    )
+    report = evaluate_models("tiny", compared.graph, compared.content, compared.split, comparison)
+    assert compared.report.beats("popularity")
+    assert not report.beats("popularity")
+    assert report.models["popularity"] == compared.report.models["popularity"]
+
+
+def test_hierarchy_scores_against_the_planted_truth(compared: Compared) -> None:
+    scores, tree = compared.report.hierarchy, compared.hierarchy.tree
+    assert scores is not None
+    assert [level.size for level in scores.levels] == list(tree.primitives_per_level())
+    assert all(level.nmi is not None and 0.0 < level.nmi <= 1.0 for level in scores.levels)
+    assert scores.token_recall_at_50 == compared.report.models[TOKENS]["recall@50"]
+    assert scores.embedding_recall_at_50 == compared.report.models["hier"]["recall@50"]
+    assert scores.stability_ari == pytest.approx(0.25)
+    assert isinstance(compared.hierarchy.truth, np.ndarray)
+    assert compared.hierarchy.truth.shape == (len(tree.members), 3)
