@@ -5,12 +5,15 @@ comparison is on the window after it, [t2, end), end = the last event + 1:
   - baselines run `evaluate_baselines` on the split (t2, end): tuned on a window as long as the
     evaluated one just before t2, then refit on everything before t2;
   - our models are embedded as of t2 (inductively, from neighbourhoods before t2, with no
-    retraining) and ranked on the same window: same warm users, same relevant items, the same
-    rule for already-bought items, the same popularity tie-break;
+    retraining) and ranked by their own score (inner product plus, where the model has it, the
+    personal-history term of the user's events before t2) on the same window: same warm users,
+    same relevant items, the same rule for already-bought items, the same popularity tie-break;
   - cold items are those first seen at or after t2: nobody, model or baseline, has seen a single
     interaction with them. (Items first seen in [t1, t2) are new to our model's training but
     not to the baselines, which refit on them: counting them as cold would favour the baselines
     and hide whether inductive embedding works.)
+  - `hier_content_only` ranks by the inner product of the users' graph view with the items'
+    content view (no history term: it isolates where content alone places an item);
   - token retrieval (`hier_tokens`) ranks items by the Bag-of-Meaning tokens they share with the
     user, bags assigned from the same t2 vectors with the materialised tree (grown on the
     embeddings as of the end of the data: it saw the items' later neighbourhoods, not the users').
@@ -21,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 from torch import Tensor
@@ -48,6 +52,8 @@ from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.factory import GraphEncoder
+from hier_pipeline.model.history import InteractionHistory
+from hier_pipeline.model.train import history_bias, history_scores
 
 TOKENS = f"{OURS}_tokens"
 
@@ -158,6 +164,10 @@ def _fitted(
     """A recommender builder per model of ours; each model embeds the window's users once."""
     vectors: dict[str, tuple[Tensor, Tensor]] = {}
 
+    @cache  # built once, and only if a model has the history term
+    def interaction_history() -> InteractionHistory:
+        return InteractionHistory.of(graph)
+
     def embedded(name: str, window: EvaluationWindow) -> tuple[Tensor, Tensor]:
         if name not in vectors:
             model = comparison.models[name]
@@ -167,7 +177,14 @@ def _fitted(
         return vectors[name]
 
     def by_embedding(name: str) -> Fitted:
-        return lambda window: EmbeddingRecommender(window.users, *embedded(name, window))
+        def build(window: EvaluationWindow) -> Recommender:
+            model = comparison.models[name]
+            pairs = None
+            if history_bias(model) is not None:
+                pairs = history_scores(model, interaction_history(), window.users, as_of)
+            return EmbeddingRecommender(window.users, *embedded(name, window), pairs)
+
+        return build
 
     def content_only(window: EvaluationWindow) -> Recommender:
         items = content_item_vectors(comparison.models[OURS], graph, content)

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
+from hier_pipeline.evaluation.metrics import PairScores
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.interests.hierarchy import InterestHierarchy
@@ -42,17 +43,35 @@ class Frozen:
 
 
 class EmbeddingRecommender(Frozen):
-    """score(u, i) = <user_vectors[u], item_vectors[i]>.
+    """score(u, i) = <user_vectors[u], item_vectors[i]> (+ the model's personal-history term of
+    the pair, `pairs`, where it has one): the model's own full-ranking score.
 
-    Shapes: user_vectors [U, dim] for the node ids `users` [U]; item_vectors [I, dim].
+    Shapes: user_vectors [U, dim] for the node ids `users` [U]; item_vectors [I, dim]; pairs
+    rows index `users`.
     """
 
-    def __init__(self, users: Tensor, user_vectors: Tensor, item_vectors: Tensor) -> None:
+    def __init__(
+        self,
+        users: Tensor,
+        user_vectors: Tensor,
+        item_vectors: Tensor,
+        pairs: PairScores | None = None,
+    ) -> None:
         super().__init__(users)
-        self.user_vectors, self.item_vectors = user_vectors, item_vectors
+        self.user_vectors, self.item_vectors, self.pairs = user_vectors, item_vectors, pairs
 
     def score(self, users: Tensor) -> Tensor:
-        return self.user_vectors[self.rows(users)] @ self.item_vectors.T
+        rows = self.rows(users)
+        scores = self.user_vectors[rows] @ self.item_vectors.T
+        if self.pairs is not None:
+            position = torch.full((len(self.user_vectors),), -1, dtype=torch.long)
+            position[rows] = torch.arange(len(rows))
+            at = position[self.pairs.rows]
+            keep = at >= 0
+            scores.index_put_(
+                (at[keep], self.pairs.items[keep]), self.pairs.values[keep], accumulate=True
+            )
+        return scores
 
 
 class TokenRecommender(Frozen):

@@ -35,7 +35,8 @@ from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.factory import GraphEncoder
-from hier_pipeline.model.train import train_model
+from hier_pipeline.model.history import InteractionHistory
+from hier_pipeline.model.train import history_scores, train_model
 from tests.interests.conftest import TINY
 
 BASELINE_NAMES = ("popularity", "itemknn")
@@ -102,8 +103,8 @@ def test_every_model_is_scored_on_the_window_after_validation(compared: Compared
 
 
 def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -> None:
-    """Recomputed along another path (topk_in_chunks, no tie-break): the same window, users,
-    exclusion rule and figures."""
+    """Recomputed along another path (topk_in_chunks with PairScores, no tie-break): the same
+    window, users, exclusion rule, history term and figures."""
     graph, report, t2 = compared.graph, compared.report, compared.split.t2
     history = Interactions.from_graph(graph, t2)
     window = warm_window(graph, history, t2, report.end, max_users=1000)
@@ -111,7 +112,9 @@ def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -
         compared.model, graph, compared.content, TINY.fanouts, t2, window.users
     )
     exclude = history.target_items(window.users) if report.exclude_seen else None
-    expected = evaluate_embeddings(users, items, window.relevant, (10, 50), exclude)
+    pairs = history_scores(compared.model, InteractionHistory.of(graph), window.users, t2)
+    assert pairs is not None  # the model scores a user's own earlier items too
+    expected = evaluate_embeddings(users, items, window.relevant, (10, 50), exclude, 1024, pairs)
     assert len(window.users) == report.users
     for metric in ("map@10", "ndcg@10", "recall@50"):
         assert report.models["hier"][metric] == pytest.approx(expected[metric], abs=1e-6)
