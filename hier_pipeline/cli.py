@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -41,6 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     train.add_argument("--batch-size", type=int, help="global batch, split across torchrun ranks")
     train.add_argument("--seed", type=int)
     train.set_defaults(run=_train)
+
+    _add_evaluate(commands)
 
     where = commands.add_parser("where", help="say where the pipeline's outputs and UIs are")
     where.set_defaults(run=_where)
@@ -95,6 +98,83 @@ def _train(arguments: argparse.Namespace) -> int:
             indent=2,
         )
     )
+    return 0
+
+
+def _add_evaluate(commands: argparse._SubParsersAction) -> None:
+    """`hier evaluate`: the pipeline, our model, its ablations and the baselines on one dataset."""
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="run the pipeline on a dataset folder and compare the model with the baselines",
+    )
+    evaluate.add_argument("dataset_dir", type=Path)
+    evaluate.add_argument(
+        "--out", type=Path, required=True, help="folder for metrics.json, report.md and plots"
+    )
+    evaluate.add_argument(
+        "--ablations",
+        type=_names,
+        help="comma-separated ablations to train and score, or 'none' (default: all of "
+        "hier_no_bias, hier_no_primitives, hier_no_distill, hier_content_only)",
+    )
+    evaluate.add_argument(
+        "--baselines", type=_names, help="comma-separated baselines (default: all)"
+    )
+    evaluate.add_argument("--max-users", type=int, help="evaluated users (default 1000)")
+    evaluate.add_argument(
+        "--baseline-steps", type=int, help="optimisation steps per trained-baseline fit"
+    )
+    # Training knobs of our model and its ablations, as `hier train` has them.
+    evaluate.add_argument("--epochs", type=int)
+    evaluate.add_argument("--steps", type=int, dest="steps_per_epoch", help="steps per epoch")
+    evaluate.add_argument("--batch-size", type=int)
+    evaluate.add_argument("--seed", type=int)
+    evaluate.set_defaults(run=_evaluate)
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return () if value == "none" else tuple(n.strip() for n in value.split(",") if n.strip())
+
+
+def _evaluate(arguments: argparse.Namespace) -> int:
+    """Exit 2 with the reason when a name is unknown or the dataset is invalid."""
+    from dataclasses import replace
+
+    from hier_pipeline.evaluation.ablations import check_ablations
+    from hier_pipeline.evaluation.baselines import BASELINES
+    from hier_pipeline.evaluation.report import HEADLINE
+    from hier_pipeline.evaluation.run import EvaluateConfig, evaluate_dataset
+    from hier_pipeline.model.train import TrainConfig
+
+    chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
+    config = EvaluateConfig(train=TrainConfig(**{k: v for k, v in chosen.items() if v is not None}))
+    if arguments.ablations is not None:
+        config = replace(config, ablations=arguments.ablations)
+    if arguments.baselines is not None:
+        config = replace(config, baselines=arguments.baselines)
+    if arguments.max_users is not None:
+        config = replace(config, max_users=arguments.max_users)
+    if arguments.baseline_steps is not None:
+        config = replace(config, budget=replace(config.budget, steps=arguments.baseline_steps))
+    try:
+        check_ablations(config.ablations)
+        if unknown := set(config.baselines) - set(BASELINES):
+            raise ValueError(f"unknown baselines {sorted(unknown)}; known: {list(BASELINES)}")
+        report = evaluate_dataset(
+            arguments.dataset_dir, arguments.out, config, lambda m: print(m, file=sys.stderr)
+        )
+    except (DatasetError, ValueError) as error:
+        print(f"hier evaluate: {error}", file=sys.stderr)
+        return 2
+    print(
+        _table(
+            [
+                {"model": name, **{m: metrics.get(m) for m in HEADLINE}}
+                for name, metrics in report.ranked()
+            ]
+        )
+    )
+    print(f"\nwrote {arguments.out / 'metrics.json'} and {arguments.out / 'report.md'}")
     return 0
 
 
@@ -173,13 +253,19 @@ def _interests(arguments: argparse.Namespace) -> int:
 def _table(rows: list[dict[str, object]]) -> str:
     if not rows:
         return "(nothing)"
-    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in r.values()] for r in rows]
+    cells = [[_cell(v) for v in r.values()] for r in rows]
     headers = list(rows[0])
     widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
     lines = [headers, *cells]
     return "\n".join(
         "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines
     )
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}" if math.isfinite(value) else "-"
+    return "-" if value is None else str(value)
 
 
 def _where(arguments: argparse.Namespace) -> int:

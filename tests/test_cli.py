@@ -66,3 +66,40 @@ def test_interest_queries_say_what_to_materialise_first(
     result = hier("interests", "recommend", "1")
     assert result.returncode == 2
     assert "materialise interest_tokens first" in result.stderr
+
+
+def test_evaluate_writes_the_promised_metrics_and_prints_one_table(
+    synthetic_world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HIER_HOME", str(tmp_path / "home"))
+    out = tmp_path / "out"
+    result = hier(
+        "evaluate", str(synthetic_world), "--out", str(out),
+        "--ablations", "hier_content_only", "--baselines", "popularity,itemknn",
+        "--epochs", "1", "--steps", "2", "--baseline-steps", "1",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    header, rule, *rows = result.stdout.split("\n\nwrote")[0].splitlines()
+    assert header.split() == ["model", "map@10", "recall@50", "ndcg@10", "cold_item_recall@50"]
+    names = ["popularity", "itemknn", "hier", "hier_content_only", "hier_tokens"]
+    assert sorted(row.split()[0] for row in [rule, *rows]) == sorted(names)
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["dataset"] == "synthetic_ads" and metrics["target_stage"] == "purchase"
+    assert metrics["split"]["t1"] < metrics["split"]["t2"]  # ISO strings order as times
+    assert list(metrics["models"]) == names
+    for values in metrics["models"].values():
+        assert {"map@10", "recall@50", "ndcg@10", "cold_item_recall@50"} <= set(values)
+        assert 0.0 <= values["map@10"] <= 1.0
+    hierarchy = metrics["hierarchy"]
+    assert [set(level) for level in hierarchy["levels"]] == [{"size", "nmi", "ari"}] * 3
+    assert all(0.0 < level["nmi"] <= 1.0 for level in hierarchy["levels"])  # planted truth
+    assert hierarchy["token_recall@50"] == metrics["models"]["hier_tokens"]["recall@50"]
+    assert -1.0 <= hierarchy["stability_ari"] <= 1.0
+    assert (out / "report.md").read_text().startswith("# Evaluation: synthetic_ads")
+
+
+def test_evaluate_refuses_an_unknown_ablation_before_running(tmp_path: Path) -> None:
+    result = hier("evaluate", str(tmp_path), "--out", str(tmp_path / "o"), "--ablations", "nope")
+    assert result.returncode == 2
+    assert "unknown ablations ['nope']" in result.stderr
+    assert not (tmp_path / "o").exists()
