@@ -52,6 +52,8 @@ class InteractionHistory:
         self.pairs = np.unique(keys)  # every (user, item) ever engaged, ascending
         self.distinct_times = np.unique(times)
         pair_id = np.searchsorted(self.pairs, keys)
+        self.first_time = np.full(len(self.pairs), np.iinfo(np.int64).max)
+        np.minimum.at(self.first_time, pair_id, times.astype(np.int64))
         rank = np.searchsorted(self.distinct_times, times)
         scale = len(self.distinct_times) + 1
         self.channels = []
@@ -106,6 +108,30 @@ class InteractionHistory:
             last[seen] = np.maximum(last[seen], channel.times[end[seen] - 1])
         days = np.where(np.isfinite(last), (when - last) / SECONDS_PER_DAY, 0.0)
         return torch.from_numpy(np.log1p(np.column_stack([counts, days]))).float()
+
+    def sample_earlier(
+        self,
+        users: Tensor,
+        avoid: Tensor,
+        before: Tensor,
+        rng: np.random.Generator,
+        tries: int = 4,
+    ) -> Tensor:
+        """Per row, an item the user engaged with strictly before `before`, other than `avoid`
+        (uniform over such items, by rejection); -1 where `tries` draws found none.
+        Shapes: users, avoid, before: [B] -> [B] long."""
+        first_key = users.numpy().astype(np.int64) * self.num_items
+        lower = np.searchsorted(self.pairs, first_key)
+        counts = np.searchsorted(self.pairs, first_key + self.num_items) - lower
+        chosen = np.full(len(users), -1, dtype=np.int64)
+        for _ in range(tries):
+            pick = lower + (rng.random(len(users)) * counts).astype(np.int64)
+            pair = pick.clip(max=max(len(self.pairs) - 1, 0))
+            item = self.pairs[pair] % self.num_items if len(self.pairs) else chosen
+            valid = (counts > 0) & (chosen < 0) & (item != avoid.numpy())
+            valid &= self.first_time[pair] < before.numpy() if len(self.pairs) else False
+            chosen[valid] = item[valid]
+        return torch.from_numpy(chosen)
 
     def pairs_of(self, users: Tensor, before: int) -> tuple[Tensor, Tensor, Tensor]:
         """Every (row, item) with an event strictly before `before`, `row` indexing `users`, and

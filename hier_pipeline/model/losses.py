@@ -42,10 +42,11 @@ def funnel_softmax_loss(
 
     For event b with user u_b and positive item i_b, the candidates are i_b, every other in-batch
     item i_j whose id differs from i_b (an accidental duplicate of the positive is not a negative),
-    the shared random negatives r_m, and the user's "not interested" item n_b where present::
+    the shared random negatives r_m, and the event's own hard negatives n_bh where present (e.g. a
+    "not interested" item)::
 
         l_b = -log( exp s(u_b, i_b) / (exp s(u_b, i_b) + sum_{j: id_j != id_b} exp s(u_b, i_j)
-                                       + sum_m exp s(u_b, r_m) + [has n_b] exp s(u_b, n_b)) )
+                                       + sum_m exp s(u_b, r_m) + sum_h [has n_bh] exp s(u_b, n_bh)) )
         L   = (1 / B) sum_b w[stage_b] l_b
 
     The mean is over B, not over the weights, so a batch of impressions counts less than one of
@@ -57,15 +58,16 @@ def funnel_softmax_loss(
 
     Args:
         temperature: tau. 1.0 scores raw inner products; use ~0.05-0.1 for unit-norm embeddings.
-        log_q: log expected candidate count of the in-batch items, of the random negatives, and
-            (when `hard_negatives` are given) of each event's hard negative.
+        log_q: log expected candidate count of the in-batch items, then of the random
+            negatives. Hard negatives are chosen per event (expected count 1): not corrected.
         pair_scores: a per-(user, candidate) term added to the inner products (before tau),
             e.g. the history bias; columns as `log_q`.
 
     Shapes:
         user, item: [B, d]; item_ids, stage: [B] long (stage in [0, S)); stage_weights: [S];
-        random_negatives: [M, d]; hard_negatives: [B, d]; hard_negative_mask: [B] bool
-        (default: all present); log_q: [B + M (+ B)]; pair_scores: [B, B + M (+ 1)].
+        random_negatives: [M, d]; hard_negatives: [B, H, d] (or [B, d] for H = 1);
+        hard_negative_mask: [B, H] or [B] bool (default: all present); log_q: [B + M];
+        pair_scores: [B, B + M (+ H)].
         Output: scalar.
     """
     if bool((stage < 0).any()):
@@ -76,19 +78,18 @@ def funnel_softmax_loss(
         scores = scores + pair_scores[:, : scores.size(1)]
     scores = scores / temperature
     if log_q is not None:
-        scores = scores - log_q[: scores.size(1)]
+        scores = scores - log_q
     duplicate = item_ids.unsqueeze(0) == item_ids.unsqueeze(1)
     duplicate.fill_diagonal_(False)
     columns = [scores[:, : len(item)].masked_fill(duplicate, -math.inf), scores[:, len(item) :]]
     if hard_negatives is not None:
-        hard = (user * hard_negatives).sum(dim=-1, keepdim=True)
+        grouped = hard_negatives.view(len(user), -1, user.size(1))  # [B, H, d]
+        hard = torch.einsum("bd,bhd->bh", user, grouped)
         if pair_scores is not None:
             hard = hard + pair_scores[:, scores.size(1) :]
         hard = hard / temperature
-        if log_q is not None:
-            hard = hard - log_q[scores.size(1) :].unsqueeze(-1)
         if hard_negative_mask is not None:
-            hard = hard.masked_fill(~hard_negative_mask.unsqueeze(-1), -math.inf)
+            hard = hard.masked_fill(~hard_negative_mask.view(hard.shape), -math.inf)
         columns.append(hard)
     logits = torch.cat(columns, dim=1)
     target = torch.arange(len(user), device=user.device)

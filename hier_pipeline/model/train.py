@@ -58,6 +58,9 @@ class TrainConfig:
     # Correct the ranking loss for how often each item is a sampled candidate (see
     # `funnel_softmax_loss`); off, the model learns to rank popular items down.
     logq_correction: bool = True
+    # Per positive, this many of the user's own earlier items as extra hard negatives (with the
+    # history term only): they teach which earlier items come back, not only that they do.
+    history_negatives: int = 1
     use_distillation: bool = True
     distill_weight: float = 0.2
     usage_weight: float = 0.05
@@ -128,15 +131,17 @@ class Trainer:
         meta, config = self.graph.metadata, self.config
         batch = self.examples.draw(config.batch_size).shard(self.cluster)
         size = len(batch.user)
-        hard = batch.hard_item >= 0
+        hard_items = self._hard_negatives(batch)
+        hard = hard_items >= 0
         random_items = self.known_items[
             torch.from_numpy(self.rng.integers(0, len(self.known_items), config.random_negatives))
         ]
         random_times = batch.time[
             torch.from_numpy(self.rng.integers(0, size, config.random_negatives))
         ]
-        items = torch.cat([batch.item, batch.hard_item[hard], random_items])
-        item_times = torch.cat([batch.time, batch.time[hard], random_times])
+        hard_times = batch.time.unsqueeze(1).expand_as(hard_items)
+        items = torch.cat([batch.item, hard_items[hard], random_items])
+        item_times = torch.cat([batch.time, hard_times[hard], random_times])
         data = self.graph.data
         user_batch = make_batch(
             self.sampler.sample(meta.user_type, batch.user, batch.time), data, self.context
@@ -145,10 +150,8 @@ class Trainer:
             self.sampler.sample(meta.item_type, items, item_times), data, self.context
         )
         users, item_embeddings = self.model(user_batch), self.model(item_batch)
-        positives, hard_embeddings = (
-            item_embeddings[:size],
-            torch.zeros_like(item_embeddings[:size]),
-        )
+        positives = item_embeddings[:size]
+        hard_embeddings = item_embeddings.new_zeros(*hard_items.shape, item_embeddings.size(1))
         hard_embeddings[hard] = item_embeddings[size : size + int(hard.sum())]
         ranking = funnel_softmax_loss(
             users,
@@ -160,8 +163,8 @@ class Trainer:
             hard_negatives=hard_embeddings,
             hard_negative_mask=hard,
             temperature=config.temperature,
-            log_q=self._log_q(torch.cat([batch.item, random_items, batch.hard_item]), size),
-            pair_scores=self._history_scores(batch, random_items),
+            log_q=self._log_q(torch.cat([batch.item, random_items]), size),
+            pair_scores=self._history_scores(batch, random_items, hard_items),
         )
         loss, parts = ranking, {"loss/ranking": ranking.item()}
         if isinstance(self.model, InterestModel):  # the HGT peer has neither term
@@ -179,19 +182,32 @@ class Trainer:
         parts["loss/total"] = loss.item()
         return parts
 
-    def _history_scores(self, batch: ExampleBatch, random_items: Tensor) -> Tensor | None:
+    def _hard_negatives(self, batch: ExampleBatch) -> Tensor:
+        """Per event: the user's "not interested" item, then `history_negatives` items the user
+        engaged with before (never the positive). The latter teach the ranking *among* a user's
+        own earlier items, which in-batch and random negatives almost never contain.
+        Shapes: -> [B, 1 + history_negatives], -1 where absent."""
+        earlier = [
+            self.history.sample_earlier(batch.user, batch.item, batch.time, self.rng)
+            for _ in range(self.config.history_negatives if history_bias(self.model) else 0)
+        ]
+        return torch.stack([batch.hard_item, *earlier], dim=1)
+
+    def _history_scores(
+        self, batch: ExampleBatch, random_items: Tensor, hard_items: Tensor
+    ) -> Tensor | None:
         """The history bias of every (user, candidate) pair of the loss, as of the event's time.
-        Shapes: -> [B, B + M + 1] (in-batch, random, hard negative), or None without the term."""
+        Shapes: -> [B, B + M + H] (in-batch, random, hard negatives), or None without the term."""
         bias = history_bias(self.model)
         if bias is None:
             return None
         size = len(batch.user)
-        candidates = torch.cat([batch.item, random_items])
-        users = batch.user.repeat_interleave(len(candidates))
-        times = batch.time.repeat_interleave(len(candidates))
-        sampled = bias(self.history.features(users, candidates.repeat(size), times))
-        hard = bias(self.history.features(batch.user, batch.hard_item, batch.time))
-        return torch.cat([sampled.view(size, -1), hard.unsqueeze(1)], dim=1)
+        candidates = torch.cat(
+            [batch.item.repeat(size, 1), random_items.repeat(size, 1), hard_items], 1
+        )
+        users = batch.user.unsqueeze(1).expand_as(candidates).flatten()
+        times = batch.time.unsqueeze(1).expand_as(candidates).flatten()
+        return bias(self.history.features(users, candidates.flatten(), times)).view(size, -1)
 
     def _log_q(self, items: Tensor, batch_size: int) -> Tensor | None:
         """log of each item's expected count among one step's sampled candidates: `batch_size`

@@ -68,3 +68,17 @@ def test_pair_scores_change_the_full_ranking() -> None:
     assert topk_in_chunks(users, items, 1).flatten().tolist() == [0, 1]
     boost = PairScores(torch.tensor([0, 1]), torch.tensor([2, 0]), torch.tensor([1.0, 2.0]))
     assert topk_in_chunks(users, items, 1, chunk=1, pair_scores=boost).flatten().tolist() == [2, 0]
+
+
+def test_sample_earlier_draws_only_earlier_items_other_than_the_positive() -> None:
+    rng = np.random.default_rng(0)
+    sampled = HISTORY.sample_earlier(
+        torch.tensor([0, 0, 1, 3]),
+        avoid=torch.tensor([2, 2, 0, 0]),
+        before=torch.tensor([int(2.5 * DAY), int(1.5 * DAY), 6 * DAY, 6 * DAY]),
+        rng=rng,
+        tries=64,
+    )
+    # user 0: item 1 (first on day 2) is the only earlier item besides the positive 2;
+    # before day 1.5 only item 2 existed; user 1's only item is 2; user 3 has no history.
+    assert sampled.tolist() == [1, -1, 2, -1]

@@ -39,11 +39,11 @@ def test_log_q_correction_subtracts_each_candidates_log_expected_count() -> None
     item = torch.tensor([[2.0, 0.0], [1.0, 1.0]])
     random = torch.tensor([[0.0, 3.0]])
     hard = torch.tensor([[1.0, 0.0], [0.0, 0.0]])
-    log_q = torch.log(torch.tensor([4.0, 1.0, 2.0, 0.5, 1.0]))  # in-batch, random, hard
+    log_q = torch.log(torch.tensor([4.0, 1.0, 2.0]))  # in-batch, random; hard: not corrected
     # Columns: item 0, item 1 (in batch), the random item, the event's hard item.
     rows = [
-        [2 - math.log(4), 1 - math.log(1), 0 - math.log(2), 1 - math.log(0.5)],
-        [0 - math.log(4), 1 - math.log(1), 3 - math.log(2), 0 - math.log(1)],
+        [2 - math.log(4), 1 - math.log(1), 0 - math.log(2), 1.0],
+        [0 - math.log(4), 1 - math.log(1), 3 - math.log(2), 0.0],
     ]
     expected = sum(
         -math.log(math.exp(row[b]) / sum(map(math.exp, row))) for b, row in enumerate(rows)
