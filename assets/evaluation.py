@@ -91,6 +91,9 @@ def evaluation_report(
     ) as run:
         run.log_params({**config.model_dump(), "t1": split.t1, "t2": split.t2})
         trained = train_ablations(graph, content, split, core, config.ablations, context.log.info)
+        for name, result in trained.items():  # beside the full model's curves in its own run
+            for epoch, record in enumerate(result.history):
+                run.log_metrics({f"{name}/{k}": v for k, v in record.items()}, step=epoch)
         comparison = Comparison(
             models={OURS: model, **{name: result.model for name, result in trained.items()}},
             fanouts=core.fanouts,

@@ -279,6 +279,8 @@ def _where(arguments: argparse.Namespace) -> int:
         ("model", "models/*.pt"),
         ("embeddings", "embeddings/*.pt"),
         ("interests", "interests/*/*.*"),
+        ("evaluation", "evaluation/*/report.md"),
+        ("published", "published/*/manifest.json"),
     ):
         files = sorted(home.glob(pattern))
         listed = ", ".join(

@@ -13,7 +13,8 @@ if TYPE_CHECKING:
 
     from hier_pipeline.evaluation.report import LevelScore
 
-OURS_COLOUR, OTHER_COLOUR = "#d62728", "#7f7f7f"
+# Black: not in the default colour cycle, so no other model shares our line colour.
+OURS_COLOUR = "#000000"
 
 
 def recall_curves(

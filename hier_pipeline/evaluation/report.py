@@ -232,8 +232,8 @@ def _verdict(report: EvaluationReport) -> list[str]:
         return []
     lost = [n for n in report.baselines() if not report.beats(n)]
     if not lost:
-        return [f"`{OURS}` has the best MAP@10 of every baseline.", ""]
-    return [f"`{OURS}` does **not** beat on MAP@10: {', '.join(lost)}.", ""]
+        return [f"`{OURS}` beats every baseline on MAP@10.", ""]
+    return [f"`{OURS}` does **not** beat these baselines on MAP@10: {', '.join(lost)}.", ""]
 
 
 def _image(folder: Path, name: str, title: str) -> list[str]:

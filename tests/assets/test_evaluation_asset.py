@@ -150,6 +150,8 @@ def test_report_checks_mlflow_and_publication(upstream: Upstream, tmp_path: Path
     assert run.info.status == "FINISHED"
     assert run.data.metrics["eval/hier/map_at_10"] == pytest.approx(report.models["hier"]["map@10"])
     assert "eval/hierarchy/L0/nmi" in run.data.metrics
+    curve = client.get_metric_history(run.info.run_id, "hier_no_distill/loss/total")
+    assert [m.step for m in curve] == list(range(len(curve))) and curve
     artifacts = {Path(a.path).name for a in client.list_artifacts(run.info.run_id, "report")}
     assert {"report.md", "metrics.json", "recall_at_k.png", "training_curve.png"} <= artifacts
 
