@@ -88,6 +88,8 @@ class EvaluationReport:
         """`metrics.json`, `report.md` and the plots into `folder`; returns the report's path."""
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "metrics.json").write_text(json.dumps(self.to_json(), indent=2))
+        for file in PLOTS.values():  # a plot of an earlier report must not pass for this one's
+            (folder / file).unlink(missing_ok=True)
         for name, png in render_plots(self).items():
             (folder / PLOTS[name]).write_bytes(png)
         path = folder / "report.md"

@@ -118,6 +118,7 @@ def test_inline_images_embeds_every_plot(tmp_path: Path) -> None:
 
 
 def test_sections_without_figures_are_left_out(tmp_path: Path) -> None:
+    report().write(tmp_path)  # an earlier report with every plot, in the same folder
     page = report(hierarchy=False, history=False).write(tmp_path).read_text()
     assert "## Interest hierarchy" not in page and "## Training" not in page
     assert not (tmp_path / PLOTS["hierarchy"]).exists()
