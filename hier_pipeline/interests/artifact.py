@@ -13,6 +13,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from hier_pipeline.atomic import atomic_path
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.supergraph import SuperGraph
 from hier_pipeline.interests.tokens import TokenBags
@@ -149,14 +150,11 @@ def save_tokens(
         },
         path,
     )
-    partial = vocabulary_path.with_name(f".{vocabulary_path.name}.{os.getpid()}.partial")
-    vocabulary.to_parquet(partial, index=False)
-    os.replace(partial, vocabulary_path)
+    with atomic_path(vocabulary_path) as partial:
+        vocabulary.to_parquet(partial, index=False)
     return TokensArtifact(path, vocabulary_path, {t: len(b) for t, b in tokens.bags.items()}, usage)
 
 
 def _save(payload: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    torch.save(payload, partial)
-    os.replace(partial, path)
+    with atomic_path(path) as partial:
+        torch.save(payload, partial)

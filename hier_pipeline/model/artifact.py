@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -10,6 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from hier_pipeline.atomic import atomic_path
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.model.attention import AttentionConfig
 from hier_pipeline.model.factory import GraphEncoder, build_model
@@ -55,7 +55,5 @@ def load_model(
 def save_model(model: GraphEncoder, path: Path) -> None:
     """Atomic write of weights and config (plain tensors and numbers: `weights_only` loads it)."""
     payload: dict[str, Any] = {"state_dict": model.state_dict(), "config": asdict(model.config)}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    torch.save(payload, partial)
-    os.replace(partial, path)
+    with atomic_path(path) as partial:
+        torch.save(payload, partial)

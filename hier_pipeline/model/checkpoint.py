@@ -7,13 +7,14 @@ previous checkpoint.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
+
+from hier_pipeline.atomic import atomic_path
 
 if TYPE_CHECKING:
     from hier_pipeline.model.train import Trainer
@@ -58,11 +59,9 @@ def save_checkpoint(
         "torch_rng": torch.get_rng_state(),
         "numpy_rng": {name: generator.state for name, generator in _generators(trainer).items()},
     }
-    target = folder / LAST
-    partial = folder / f".{LAST}.{os.getpid()}.partial"
-    torch.save(payload, partial)
-    os.replace(partial, target)
-    return target
+    with atomic_path(folder / LAST) as partial:
+        torch.save(payload, partial)
+    return folder / LAST
 
 
 def load_checkpoint(folder: Path, trainer: Trainer) -> CheckpointState | None:

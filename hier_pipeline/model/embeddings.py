@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from torch import Tensor
 
+from hier_pipeline.atomic import atomic_path
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.model.batch import GraphContext
@@ -65,10 +65,8 @@ def embed_entities(
         )
         for node_type in role_types(graph)
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    torch.save({"embeddings": vectors, "primitives": _primitives(model)}, partial)
-    os.replace(partial, path)
+    with atomic_path(path) as partial:
+        torch.save({"embeddings": vectors, "primitives": _primitives(model)}, partial)
     return EmbeddingArtifact(path, as_of, {t: len(v) for t, v in vectors.items()})
 
 
