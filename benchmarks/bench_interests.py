@@ -3,11 +3,15 @@ token vs embedding retrieval, super-graph density, stability across seeds, query
 
     .venv/bin/python benchmarks/bench_interests.py [--home .hier] [--name synthetic_ads]
         [--dataset-dir DIR] [--truth TRUTH.parquet] [--seeds 0 1] [--as-of end]
+        [--embeddings FILE] [--other-training-seed FILE]
 
 Reads the graph, warehouse, content, model and embeddings that `make demo` wrote under the home.
 By default every entity is re-embedded with the trained model as of t1, so that the validation
 window [t1, t2) is unseen by the embeddings the tree and the tokens come from (`--as-of end` uses
-the materialised embeddings, inferred as of the end of the data, which see that window).
+the materialised embeddings, inferred as of the end of the data, which see that window;
+`--embeddings FILE` uses a saved file instead, e.g. `bench_model.py --embeddings`, as of t1).
+`--other-training-seed FILE`: the same entities embedded by a model trained with another seed;
+the tree is grown on both and compared level by level (ARI: token stability across training).
 
 Agreement: NMI/ARI per level against a truth table whose first column is the item key and whose
 `*_id` columns are levels coarse -> fine (default: the synthetic world's truth/products.parquet),
@@ -42,6 +46,10 @@ def main() -> int:
     parser.add_argument("--truth", type=Path, help="truth table (default: DATASET_DIR/truth/...)")
     parser.add_argument("--seeds", type=int, nargs=2, default=(0, 1))
     parser.add_argument("--as-of", choices=["t1", "end"], default="t1")
+    parser.add_argument("--embeddings", type=Path, help="embeddings file to use instead")
+    parser.add_argument(
+        "--other-training-seed", type=Path, help="embeddings of a model trained with another seed"
+    )
     arguments = parser.parse_args()
 
     import pandas as pd
@@ -64,10 +72,19 @@ def main() -> int:
     results: dict[str, Any] = {"dataset": name, "home": str(home), "as_of": arguments.as_of}
     with tempfile.TemporaryDirectory(prefix="bench-interests-") as scratch:
         embeddings = EmbeddingArtifact(home / "embeddings" / f"{name}.pt", 0, {})
-        if arguments.as_of == "t1":
+        if arguments.embeddings is not None:
+            embeddings = EmbeddingArtifact(arguments.embeddings, 0, {})
+        elif arguments.as_of == "t1":
             embeddings = _embed_as_of(home, name, graph, split.t1, Path(scratch) / "t1.pt")
         configs = [HierarchyConfig(seed=seed) for seed in arguments.seeds]
         results["hierarchy"], tree = _hierarchy(embeddings, graph, spec, database, truth, configs)
+        if arguments.other_training_seed is not None:
+            results["training_seed_stability"] = _training_stability(
+                embeddings,
+                EmbeddingArtifact(arguments.other_training_seed, 0, {}),
+                graph,
+                configs[0],
+            )
         results["retrieval"] = _retrieval(embeddings, graph, split, tree)
         results["latency_ms"] = _latency(embeddings, graph, spec, database, configs[0], scratch)
     _print(results)
@@ -164,6 +181,19 @@ def _hierarchy(
     return out, tree
 
 
+def _training_stability(first: Any, second: Any, graph: Any, config: Any) -> list[Any]:
+    """Per level, NMI/ARI between the trees grown (same k-means seed) on two trainings' items."""
+    from hier_pipeline.interests.hierarchy import build_hierarchy
+    from hier_pipeline.interests.quality import level_agreement
+
+    item_type = graph.metadata.item_type
+    trees = [build_hierarchy(e.load()[item_type], config) for e in (first, second)]
+    return [
+        level_agreement(trees[0].members[:, level], trees[1].members[:, level])
+        for level in range(trees[0].levels)
+    ]
+
+
 def _retrieval(embeddings: Any, graph: Any, split: Any, tree: Any) -> dict[str, Any]:
     """Recall@50 of the target stage in [t1, t2) by embedding, by tokens, by popularity."""
     import torch
@@ -247,6 +277,9 @@ def _print(results: dict[str, Any]) -> None:
             print(f"| {name} | {cells} |")
     stability = " / ".join(f"{a['ari']:.3f}" for a in hierarchy["stability"])
     print(f"\nstability (ARI between the two seeds, per level): {stability}")
+    if "training_seed_stability" in results:
+        across = " / ".join(f"{a['ari']:.3f}" for a in results["training_seed_stability"])
+        print(f"stability across two training seeds (ARI per level): {across}")
     print("\n| level | nodes | edges | density | raw density | ratio | self-loop share |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for s in hierarchy["supergraph"]:

@@ -61,6 +61,9 @@ class TrainConfig:
     # Per positive, this many of the user's own earlier items as extra hard negatives (with the
     # history term only): they teach which earlier items come back, not only that they do.
     history_negatives: int = 1
+    # Weight of the ranking loss by inner product alone, next to the full score's (with the
+    # history term): keeps the embedding space an interest space (see `Trainer.step`).
+    embedding_loss_weight: float = 1.0
     use_distillation: bool = True
     distill_weight: float = 0.2
     usage_weight: float = 0.05
@@ -153,7 +156,8 @@ class Trainer:
         positives = item_embeddings[:size]
         hard_embeddings = item_embeddings.new_zeros(*hard_items.shape, item_embeddings.size(1))
         hard_embeddings[hard] = item_embeddings[size : size + int(hard.sum())]
-        ranking = funnel_softmax_loss(
+        ranking = partial(
+            funnel_softmax_loss,
             users,
             positives,
             batch.item,
@@ -164,9 +168,17 @@ class Trainer:
             hard_negative_mask=hard,
             temperature=config.temperature,
             log_q=self._log_q(torch.cat([batch.item, random_items]), size),
-            pair_scores=self._history_scores(batch, random_items, hard_items),
         )
-        loss, parts = ranking, {"loss/ranking": ranking.item()}
+        history = self._history_scores(batch, random_items, hard_items)
+        loss = ranking(pair_scores=history)
+        parts = {"loss/ranking": loss.item()}
+        if history is not None and config.embedding_loss_weight > 0:
+            # The same ranking by the inner product alone: the history term must not relieve
+            # the embeddings of placing users near what they engage with, since the hierarchy,
+            # the tokens and retrieval of new items use the embeddings only.
+            embedding_only = ranking()
+            loss = loss + config.embedding_loss_weight * embedding_only
+            parts["loss/embedding_ranking"] = embedding_only.item()
         if isinstance(self.model, InterestModel):  # the HGT peer has neither term
             for name, (weight, term) in self._interest_terms(
                 self.model, users, positives, item_batch, size
