@@ -1,7 +1,7 @@
 """The ablations of our model compared in the evaluation report: each switches off one idea and
 keeps everything else of the full model's training config.
 
-Three are trained models of their own (same data, split, seed and steps); `hier_content_only` is
+Four are trained models of their own (same data, split, seed and steps); `hier_content_only` is
 a view of the full model: users from the graph, items from their content alone (text and image,
 the content view that distillation aligns with the graph view), which is how a product with no
 engagement at all would be placed.
@@ -31,6 +31,7 @@ TRAINED: dict[str, Callable[[TrainConfig], TrainConfig]] = {
     ),
     "hier_no_primitives": lambda c: replace(c, model=replace(c.model, use_primitives=False)),
     "hier_no_distill": lambda c: replace(c, use_distillation=False),
+    "hier_no_history": lambda c: replace(c, model=replace(c.model, use_history_bias=False)),
 }
 ABLATIONS = (*TRAINED, CONTENT_ONLY)
 
