@@ -91,6 +91,7 @@ def interest_model(
     from hier_pipeline.model.artifact import save_model
     from hier_pipeline.model.serving import register_model
     from hier_pipeline.model.train import train_model
+    from hier_pipeline.tracking import flatten_params
 
     spec = dataset.spec()
     core = config.to_core()
@@ -99,7 +100,7 @@ def interest_model(
     with mlflow.run(
         "interest_model", tags={"dataset": spec.name, "stage": "interest_model"}
     ) as run:
-        run.log_params(_flatten(asdict(core)))
+        run.log_params(flatten_params(asdict(core)))
         result = train_model(
             graph,
             content,
@@ -163,16 +164,6 @@ def interest_model(
             "history": history,
         },
     )
-
-
-def _flatten(values: dict[str, object], prefix: str = "") -> dict[str, object]:
-    flat: dict[str, object] = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch"}, owners=["team:hier-pipeline"])

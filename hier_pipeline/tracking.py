@@ -51,6 +51,17 @@ def metric_name(key: str) -> str:
     return key.replace("@", "_at_")
 
 
+def flatten_params(values: Mapping[str, object], prefix: str = "") -> dict[str, object]:
+    """Nested config dicts as MLflow params: `{"model": {"dim": 64}}` -> `{"model.dim": 64}`."""
+    flat: dict[str, object] = {}
+    for key, value in values.items():
+        if isinstance(value, Mapping):
+            flat.update(flatten_params(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
 def default_artifact_location(tracking_uri: str) -> str | None:
     """Artifacts beside a sqlite store (`<folder>/artifacts`), never in the working directory."""
     prefix = "sqlite:///"

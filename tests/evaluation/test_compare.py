@@ -37,6 +37,7 @@ from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.train import history_scores, train_model
+from hier_pipeline.tracking import flatten_params
 from tests.interests.conftest import TINY
 
 BASELINE_NAMES = ("popularity", "itemknn")
@@ -120,20 +121,10 @@ def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -
         assert report.models["hier"][metric] == pytest.approx(expected[metric], abs=1e-6)
 
 
-def flat(values: dict[str, object], prefix: str = "") -> dict[str, object]:
-    out: dict[str, object] = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            out.update(flat(value, f"{prefix}{key}."))
-        else:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
 def test_each_ablation_differs_from_the_full_config_in_its_switch_only() -> None:
-    full = flat(asdict(TINY))
+    full = flatten_params(asdict(TINY))
     changed = {
-        name: {k for k, v in flat(asdict(ablate(TINY))).items() if full[k] != v}
+        name: {k for k, v in flatten_params(asdict(ablate(TINY))).items() if full[k] != v}
         for name, ablate in TRAINED.items()
     }
     biases = {k for k in full if k.startswith("model.attention.use_")}
