@@ -53,7 +53,7 @@ from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
-from hier_pipeline.model.train import history_bias, history_scores
+from hier_pipeline.model.train import history_scores
 
 TOKENS = f"{OURS}_tokens"
 
@@ -180,7 +180,7 @@ def _fitted(
         def build(window: EvaluationWindow) -> Recommender:
             model = comparison.models[name]
             pairs = None
-            if history_bias(model) is not None:
+            if model.history_bias is not None:
                 pairs = history_scores(model, interaction_history(), window.users, as_of)
             return EmbeddingRecommender(window.users, *embedded(name, window), pairs)
 

@@ -36,7 +36,7 @@ from hier_pipeline.model.distill import (
 from hier_pipeline.model.distributed import average_gradients, join_cluster
 from hier_pipeline.model.examples import ExampleBatch, ExampleSampler
 from hier_pipeline.model.factory import GraphEncoder, build_model
-from hier_pipeline.model.history import HistoryBias, InteractionHistory
+from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
@@ -201,7 +201,7 @@ class Trainer:
         Shapes: -> [B, 1 + history_negatives], -1 where absent."""
         earlier = [
             self.history.sample_earlier(batch.user, batch.item, batch.time, self.rng)
-            for _ in range(self.config.history_negatives if history_bias(self.model) else 0)
+            for _ in range(self.config.history_negatives if self.model.history_bias else 0)
         ]
         return torch.stack([batch.hard_item, *earlier], dim=1)
 
@@ -210,7 +210,7 @@ class Trainer:
     ) -> Tensor | None:
         """The history bias of every (user, candidate) pair of the loss, as of the event's time.
         Shapes: -> [B, B + M + H] (in-batch, random, hard negatives), or None without the term."""
-        bias = history_bias(self.model)
+        bias = self.model.history_bias
         if bias is None:
             return None
         size = len(batch.user)
@@ -281,11 +281,6 @@ class Trainer:
         return {f"val/{name}": value for name, value in metrics.items()}
 
 
-def history_bias(model: GraphEncoder) -> HistoryBias | None:
-    """The model's personal-history term, if its config has one."""
-    return model.history_bias
-
-
 def history_scores(
     model: GraphEncoder,
     history: InteractionHistory,
@@ -293,7 +288,7 @@ def history_scores(
     as_of: int,
 ) -> PairScores | None:
     """The history term of a full ranking, for each user's items engaged before `as_of`."""
-    bias = history_bias(model)
+    bias = model.history_bias
     if bias is None:
         return None
     rows, items, features = history.pairs_of(users, as_of)
