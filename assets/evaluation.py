@@ -85,11 +85,13 @@ def evaluation_report(
             " set the same dim, layers, primitives and ablation switches on both"
         )
     truth = item_truth(dataset.folder(), spec, raw_tables.database)
-    tags = {"dataset": spec.name, "stage": "evaluation_report"}
-    with mlflow.run(
-        "evaluation_report", tags={**tags, "model_run": str(interest_model.run_id)}
-    ) as run:
-        run.log_params({**config.model_dump(), "t1": split.t1, "t2": split.t2})
+    tags = {
+        "dataset": spec.name,
+        "dagster_run_id": context.run_id,
+        "model_run": str(interest_model.run_id),
+    }
+    params = {**config.model_dump(), "t1": split.t1, "t2": split.t2}
+    with mlflow.run("evaluation_report", tags=tags, params=params) as run:
         trained = train_ablations(graph, content, split, core, config.ablations, context.log.info)
         for name, result in trained.items():  # beside the full model's curves in its own run
             for epoch, record in enumerate(result.history):

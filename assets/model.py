@@ -98,9 +98,10 @@ def interest_model(
     graph, content = relational_graph.load(), content_embeddings.load()
     split = relational_graph.split
     with mlflow.run(
-        "interest_model", tags={"dataset": spec.name, "stage": "interest_model"}
+        "interest_model",
+        tags={"dataset": spec.name, "dagster_run_id": context.run_id},
+        params=flatten_params(asdict(core)),
     ) as run:
-        run.log_params(flatten_params(asdict(core)))
         result = train_model(
             graph,
             content,

@@ -8,7 +8,11 @@ that names the server, instead of after MLflow's minutes of retries.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import socket
+import subprocess
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +23,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 CONNECT_TIMEOUT_SECONDS = 5.0
+GIT_COMMIT_ENV = "HIER_GIT_COMMIT"  # set in images built without .git (deploy/)
 
 
 class TrackingUnavailable(RuntimeError):
@@ -62,6 +67,52 @@ def flatten_params(values: Mapping[str, object], prefix: str = "") -> dict[str, 
     return flat
 
 
+def config_hash(params: Mapping[str, object]) -> str:
+    """12 hex digits of the params: runs with the same config share it, so the MLflow UI can
+    filter (`tags.config_hash = '...'`) and tell reruns from real changes."""
+    text = json.dumps({str(k): str(v) for k, v in params.items()}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def git_commit() -> str | None:
+    """The commit of the checkout this code runs from ($HIER_GIT_COMMIT wins; None outside git)."""
+    if os.environ.get(GIT_COMMIT_ENV):
+        return os.environ[GIT_COMMIT_ENV]
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if done.returncode != 0:
+        return None
+    return done.stdout.strip() or None
+
+
+def run_identity(
+    stage: str, tags: Mapping[str, str], params: Mapping[str, object] | None
+) -> tuple[str, dict[str, str]]:
+    """The run's name and tags. The name `<stage>-<dataset>-<config hash>` tells runs apart in
+    the compare view; the tags carry the stage, the commit (also as MLflow's own source tag, which
+    its UI shows) and the config hash."""
+    identity = {"stage": stage, **tags}
+    commit = git_commit()
+    if commit:
+        identity |= {"git_commit": commit, "mlflow.source.git.commit": commit}
+    parts = [stage]
+    if "dataset" in tags:
+        parts.append(tags["dataset"])
+    if params is not None:
+        identity["config_hash"] = config_hash(params)
+        parts.append(identity["config_hash"][:8])
+    return "-".join(parts), identity
+
+
 def default_artifact_location(tracking_uri: str) -> str | None:
     """Artifacts beside a sqlite store (`<folder>/artifacts`), never in the working directory."""
     prefix = "sqlite:///"
@@ -100,17 +151,23 @@ def check_reachable(tracking_uri: str, timeout: float = CONNECT_TIMEOUT_SECONDS)
 
 @contextmanager
 def tracked_run(
-    tracking_uri: str, experiment: str, run_name: str, tags: Mapping[str, str] | None = None
+    tracking_uri: str,
+    experiment: str,
+    stage: str,
+    tags: Mapping[str, str] | None = None,
+    params: Mapping[str, object] | None = None,
 ) -> Iterator[TrackedRun]:
-    """Open an MLflow run; it ends FINISHED when the block succeeds and FAILED when it raises.
+    """Open an MLflow run for `stage`; it ends FINISHED when the block succeeds and FAILED when
+    it raises. `params` (flat) are logged and hashed into the run's name and tags.
 
     Raises `TrackingUnavailable` before the block runs when the store cannot be reached.
     """
     check_reachable(tracking_uri)
     client = MlflowClient(tracking_uri=tracking_uri)
+    run_name, run_tags = run_identity(stage, tags or {}, params)
     try:
         experiment_key = experiment_id(client, experiment, default_artifact_location(tracking_uri))
-        run = client.create_run(experiment_key, run_name=run_name, tags=dict(tags or {}))
+        run = client.create_run(experiment_key, run_name=run_name, tags=run_tags)
     except MlflowException as error:
         raise TrackingUnavailable(
             f"the MLflow tracking store {_without_credentials(tracking_uri)} refused to open a run:"
@@ -118,6 +175,7 @@ def tracked_run(
         ) from error
     tracked = TrackedRun(client, experiment_key, run.info.run_id)
     try:
+        tracked.log_params(params or {})
         yield tracked
     except BaseException as error:
         try:

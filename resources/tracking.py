@@ -11,6 +11,8 @@ from pydantic import Field
 from hier_pipeline.paths import default_home
 from hier_pipeline.tracking import TrackedRun, tracked_run
 
+UI_URL = "http://127.0.0.1:5000"  # where `make mlflow` serves the UI
+
 
 class MLflowResource(dg.ConfigurableResource):
     """A configurable wrapper around MlflowClient (dagster-mlflow's resource is not configurable
@@ -21,7 +23,7 @@ class MLflowResource(dg.ConfigurableResource):
     )
     experiment: str = Field(default="hier-pipeline", description="MLflow experiment name")
     ui_url: str = Field(
-        default="http://127.0.0.1:5000", description="where `make mlflow` serves the UI"
+        default=UI_URL, description="the MLflow UI that run links in the Dagster UI point to"
     )
 
     def uri(self) -> str:
@@ -32,8 +34,14 @@ class MLflowResource(dg.ConfigurableResource):
         return f"sqlite:///{folder / 'mlflow.db'}"
 
     @contextmanager
-    def run(self, run_name: str, tags: Mapping[str, str] | None = None) -> Iterator[TrackedRun]:
-        with tracked_run(self.uri(), self.experiment, run_name, tags) as run:
+    def run(
+        self,
+        stage: str,
+        tags: Mapping[str, str] | None = None,
+        params: Mapping[str, object] | None = None,
+    ) -> Iterator[TrackedRun]:
+        """A run named `<stage>-<dataset tag>-<config hash>`, tagged with the commit."""
+        with tracked_run(self.uri(), self.experiment, stage, tags, params) as run:
             yield run
 
     def run_url(self, run: TrackedRun) -> str:
