@@ -23,23 +23,49 @@ from assets.model import (
     interest_model_checks,
 )
 from resources import DatasetResource, MLflowResource, StorageResource
+from resources.tracking import UI_URL
+
+# MLflow's own variable picks a tracking server (deploy/dagster-k8s.yaml); empty: sqlite under
+# $HIER_HOME. Run links in the UI open HIER_MLFLOW_UI.
+MLFLOW = MLflowResource(
+    tracking_uri=os.environ.get("MLFLOW_TRACKING_URI", ""),
+    ui_url=os.environ.get("HIER_MLFLOW_UI", UI_URL),
+)
 
 # Resources per environment, picked by HIER_ENV; never `if` statements inside assets.
 RESOURCES_BY_ENV: dict[str, dict[str, dg.ConfigurableResource]] = {
     "local": {
         "dataset": DatasetResource(source=os.environ.get("HIER_DATASET", "synthetic")),
         "storage": StorageResource(),
-        "mlflow": MLflowResource(),
+        "mlflow": MLFLOW,
     },
     "ci": {
         "dataset": DatasetResource(synthetic_scale=0.05),
         "storage": StorageResource(),
-        "mlflow": MLflowResource(),
+        "mlflow": MLFLOW,
     },
 }
 
 all_assets_job = dg.define_asset_job(
     "all_assets_job", selection=dg.AssetSelection.all(), description="Every stage, end to end."
+)
+
+# The stages of a full run, by group: assets added later in groups of their own (the incremental
+# path) stay out of it.
+PIPELINE_GROUPS = ("ingest", "graph", "content", "model", "interests", "evaluation")
+
+full_retrain_job = dg.define_asset_job(
+    "full_retrain_job",
+    selection=dg.AssetSelection.groups(*PIPELINE_GROUPS),
+    description="Ingest to published tokens on everything: retrains the model and regrows the"
+    " hierarchy, then evaluates; the tokens are published only if the model beats popularity.",
+)
+
+evaluate_only_job = dg.define_asset_job(
+    "evaluate_only_job",
+    selection=dg.AssetSelection.assets("evaluation_report"),
+    description="Re-evaluate the materialised model (e.g. with more ablations or baselines in the"
+    " launchpad) without retraining and without publishing.",
 )
 
 # Re-evaluate the materialised model and publish its tokens if it passes `beats_popularity`.
@@ -71,6 +97,6 @@ defs = dg.Definitions(
         interest_token_checks,
         evaluation_report_checks,
     ],
-    jobs=[all_assets_job, evaluate_and_publish_job],
+    jobs=[all_assets_job, full_retrain_job, evaluate_only_job, evaluate_and_publish_job],
     resources=RESOURCES_BY_ENV[os.environ.get("HIER_ENV", "local")],
 )
