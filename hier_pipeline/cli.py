@@ -31,6 +31,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     generate.add_argument("--seed", type=int, default=0)
     generate.set_defaults(run=_generate)
 
+    arrive = commands.add_parser(
+        "generate-batch",
+        help="write a batch of new advertisers, products and first events to DIR/incoming/",
+    )
+    arrive.add_argument("dataset_dir", type=Path, help="a world written by `hier generate`")
+    arrive.add_argument("--name", help="batch name (default: batchNNNN, the next number)")
+    arrive.add_argument(
+        "--fraction", type=float, default=0.01, help="new products per product already there"
+    )
+    arrive.add_argument("--seed", type=int, default=0)
+    arrive.set_defaults(run=_generate_batch)
+
     train = commands.add_parser(
         "train", help="train the interest model on a dataset folder (torchrun-ready)"
     )
@@ -81,6 +93,14 @@ def _generate(arguments: argparse.Namespace) -> int:
         arguments.out_dir, SyntheticConfig(scale=arguments.scale, seed=arguments.seed)
     )
     print(f"wrote the synthetic world to {out} (scale {arguments.scale}, seed {arguments.seed})")
+    return 0
+
+
+def _generate_batch(arguments: argparse.Namespace) -> int:
+    from hier_pipeline.synthetic.batch import BatchConfig, generate_batch
+
+    config = BatchConfig(products_fraction=arguments.fraction, seed=arguments.seed)
+    print(generate_batch(arguments.dataset_dir, arguments.name, config))
     return 0
 
 

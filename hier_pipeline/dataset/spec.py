@@ -34,6 +34,8 @@ class TableSpec:
     text: tuple[str, ...] = ()
     image: str | None = None
     columns: Mapping[str, ColumnKind] = field(default_factory=dict)
+    # Rows that arrived later (`incoming/<batch>/`), read after `file` with the same columns.
+    batch_files: tuple[Path, ...] = ()
 
     def referenced_columns(self) -> dict[str, str]:
         """Every column the description names, mapped to the field that names it (for messages)."""

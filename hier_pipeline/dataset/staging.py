@@ -29,11 +29,12 @@ def stage_file(
     """Copy the file into `stage.<table>` with a `__row` number; returns the table's read count."""
     assert table.file is not None
     relative = str(table.file.relative_to(spec.root))
+    files = [str(f) for f in (table.file, *table.batch_files)]
     try:
         connection.execute(
             f"CREATE TABLE stage.{quote(table.name)} AS"
             f" SELECT row_number() OVER () AS __row, * FROM {reader_sql(table.file, rejects=rejects)}",
-            [str(table.file)],
+            [files if table.batch_files else files[0]],
         )
     except duckdb.Error as error:
         raise DatasetError(f"cannot be read: {error}", file=relative, table=table.name) from error

@@ -8,6 +8,7 @@ Entities are addressed by their primary key as text; an unknown one raises `Unkn
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -23,6 +24,7 @@ from hier_pipeline.interests.artifact import (
     load_hierarchy,
     load_tokens,
 )
+from hier_pipeline.interests.batches import BatchTokens, load_batch_tokens, merge_batches
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import LEVEL_WEIGHT, InvertedIndex
 
@@ -79,11 +81,17 @@ class Explanation:
 class InterestIndex:
     """Queries over one dataset's tokens, hierarchy, vocabulary and embeddings."""
 
-    def __init__(self, tokens: Tokens, hierarchy: InterestHierarchy, labels: list[str]) -> None:
+    def __init__(
+        self,
+        tokens: Tokens,
+        hierarchy: InterestHierarchy,
+        labels: list[str],
+        batches: Sequence[BatchTokens] = (),
+    ) -> None:
         self.roles = tokens.roles
-        self.keys = tokens.keys
-        self.bags = tokens.bags
-        self.vectors = tokens.vectors()
+        self.keys, self.vectors, self.bags = merge_batches(
+            tokens.keys, tokens.vectors(), tokens.bags, list(batches)
+        )
         self.hierarchy = hierarchy
         self.labels = labels  # per primitive, in hierarchy order
         self._levels = hierarchy.level_of().tolist()
@@ -97,13 +105,15 @@ class InterestIndex:
 
     @classmethod
     def open(cls, folder: Path) -> InterestIndex:
-        """The index over a stage folder, `interest_folder(home, dataset)`."""
+        """The index over a stage folder, `interest_folder(home, dataset)`, with the entities of
+        the batches that arrived since (`batches.py`)."""
         tokens = load_tokens(folder / TOKENS_FILE)
         hierarchy = load_hierarchy(tokens.hierarchy)
         vocabulary = pd.read_parquet(folder / VOCABULARY_FILE, columns=["token", "label"])
         if vocabulary["token"].tolist() != hierarchy.token_ids:
             raise ValueError(f"{folder}: the vocabulary does not match the hierarchy")
-        return cls(tokens, hierarchy, vocabulary["label"].tolist())
+        batches = load_batch_tokens(folder, tokens.hierarchy)
+        return cls(tokens, hierarchy, vocabulary["label"].tolist(), batches)
 
     def top_items(self, user_id: object, k: int = 10, by: By = "embedding") -> list[Match]:
         """The user's best items, by embedding inner product or by shared tokens."""

@@ -1,0 +1,83 @@
+"""Where new rows arrive: `incoming/<batch>/<table>.parquet|csv` inside the dataset folder.
+
+A batch is a folder of files named after tables of dataset.yaml, with the columns that table's
+file has; any table may receive rows. Image paths in a batch are relative to the dataset folder,
+like every other image path. A batch appears atomically (written under a dot-name, then renamed),
+so a reader never sees half of one; dot-folders are ignored. Batches are read in name order.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+
+from hier_pipeline.dataset.errors import DatasetError
+from hier_pipeline.dataset.spec import DatasetSpec
+
+INCOMING = "incoming"
+BATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+SUFFIXES = (".parquet", ".csv")
+
+
+def incoming_folder(dataset: Path) -> Path:
+    return dataset / INCOMING
+
+
+def list_batches(dataset: Path) -> list[str]:
+    """Names of the complete batches, in name order (dot-folders are still being written)."""
+    folder = incoming_folder(dataset)
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_dir() and BATCH_NAME.match(p.name))
+
+
+def batch_files(spec: DatasetSpec, batch: str) -> dict[str, Path]:
+    """table -> the batch's file for it. A file named after no table is an error, not ignored:
+    its rows would silently never arrive."""
+    if not BATCH_NAME.match(batch):
+        raise DatasetError(f"'{batch}' is not a batch name ({BATCH_NAME.pattern})")
+    folder = incoming_folder(spec.root) / batch
+    if not folder.is_dir():
+        raise DatasetError("no such batch", file=str(folder.relative_to(spec.root)))
+    files: dict[str, Path] = {}
+    for path in sorted(folder.iterdir()):
+        if not path.is_file() or path.suffix.lower() not in SUFFIXES:
+            continue
+        table = spec.tables.get(path.stem)
+        if table is None or table.implicit:
+            raise DatasetError(
+                f"names no file table of dataset.yaml (tables: {sorted(spec.tables)})",
+                file=str(path.relative_to(spec.root)),
+            )
+        if path.stem in files:
+            raise DatasetError("two files for one table", file=str(path.relative_to(spec.root)))
+        files[path.stem] = path.resolve()
+    if not files:
+        raise DatasetError("the batch holds no table file", file=str(folder.relative_to(spec.root)))
+    return files
+
+
+def batch_spec(spec: DatasetSpec, batch: str) -> DatasetSpec:
+    """The description with the batch's tables pointing at the batch's files (the other tables
+    keep theirs, so that schemas and `where` predicates are checked as for a full load)."""
+    files = batch_files(spec, batch)
+    tables = {
+        name: replace(table, file=files[name]) if name in files else table
+        for name, table in spec.tables.items()
+    }
+    return replace(spec, tables=tables)
+
+
+def with_batches(spec: DatasetSpec) -> DatasetSpec:
+    """The description of everything that arrived: each table reads its file, then the files of
+    every batch in name order (what a full run, a retrain, learns from)."""
+    found: dict[str, list[Path]] = {}
+    for batch in list_batches(spec.root):
+        for table, path in batch_files(spec, batch).items():
+            found.setdefault(table, []).append(path)
+    tables = {
+        name: replace(table, batch_files=tuple(found.get(name, ())))
+        for name, table in spec.tables.items()
+    }
+    return replace(spec, tables=tables)

@@ -1,0 +1,125 @@
+"""One batch through the incremental path: validate it, embed its content, extend the graph,
+embed its entities inductively with the current model and give them bags from the current tree.
+
+Nothing of the dataset is recomputed: the model, the tree, the dataset's embeddings and tokens
+stay as they are; what the batch adds is one file beside the tokens (`interests/batches.py`) that
+`InterestIndex.open` merges, so the retrieval API answers for the new entities at once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.dataset.report import LoadReport
+from hier_pipeline.dataset.spec import DatasetSpec
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.incremental.extend import extend_content, extend_graph
+from hier_pipeline.incremental.validate import validate_batch
+from hier_pipeline.interests.artifact import Tokens, load_hierarchy
+from hier_pipeline.interests.batches import BatchTokens, fingerprint, save_batch_tokens
+from hier_pipeline.interests.entities import primary_keys
+from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
+from hier_pipeline.model.artifact import load_model
+from hier_pipeline.model.batch import GraphContext
+from hier_pipeline.model.embeddings import role_types
+from hier_pipeline.model.infer import embed_nodes
+
+
+@dataclass(frozen=True)
+class Current:
+    """What the batch is fitted into: the materialised dataset and the serving model and tree."""
+
+    warehouse: Path  # the dataset's validated tables
+    graph: RelationalGraph
+    content: dict[str, dict[str, Tensor]]
+    model: Path  # a `save_model` file
+    tokens: Tokens  # the tree (`tokens.hierarchy`) and the folder the batch files go to
+    folder: Path  # where `tokens.pt` lives: batch files go to `folder/batches/`
+    content_cache: Path  # the content stage's cache: a text or image seen before is not re-embedded
+    fanouts: tuple[int, ...] = (8, 4)
+    token_config: TokenConfig = field(default_factory=TokenConfig)
+
+
+@dataclass(frozen=True)
+class BatchUpdate:
+    batch: str
+    load: LoadReport
+    content: ContentArtifact
+    entities: dict[str, int]  # node type -> new entities embedded and tokenised
+    path: Path  # the batch's tokens file
+    seconds: dict[str, float]  # per step
+
+
+def update_batch(spec: DatasetSpec, batch: str, current: Current, work: Path) -> BatchUpdate:
+    """Run `batch` through the incremental path; `work` holds its database and content vectors."""
+    return _Run(spec, batch, current, work).run()
+
+
+class _Run:
+    def __init__(self, spec: DatasetSpec, batch: str, current: Current, work: Path) -> None:
+        self.spec, self.batch, self.current, self.work = spec, batch, current, work
+        self.seconds: dict[str, float] = {}
+        self.started = time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        now = time.perf_counter()
+        self.seconds[step] = round(now - self.started, 3)
+        self.started = now
+
+    def run(self) -> BatchUpdate:
+        spec, current, work = self.spec, self.current, self.work
+        database = work / f"{self.batch}.duckdb"
+        load = validate_batch(spec, self.batch, current.warehouse, database)
+        self.lap("validate")
+        content, embedded = extend_content(
+            spec,
+            current.content,
+            database,
+            current.content_cache,
+            work / f"{self.batch}_content.pt",
+        )
+        self.lap("content")
+        extended = extend_graph(spec, current.graph, current.warehouse, database)
+        self.lap("graph")
+        new = {
+            t: extended.new_nodes[t] for t in role_types(extended.graph) if t in extended.new_nodes
+        }
+        vectors = _embed(extended.graph, content, current, new)
+        self.lap("embed")
+        tree = load_hierarchy(current.tokens.hierarchy)
+        bags = {t: assign_tokens(v, tree, current.token_config) for t, v in vectors.items()}
+        keys = primary_keys(database, spec, list(new))
+        path = save_batch_tokens(
+            BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),
+            current.folder,
+        )
+        self.lap("tokens")
+        return BatchUpdate(
+            self.batch, load, embedded, {t: len(v) for t, v in vectors.items()}, path, self.seconds
+        )
+
+
+def _embed(
+    graph: RelationalGraph,
+    content: dict[str, dict[str, Tensor]],
+    current: Current,
+    nodes: dict[str, Tensor],
+) -> dict[str, Tensor]:
+    """The new nodes' embeddings from the current model, as of the end of the extended data."""
+    data = graph.data
+    model = load_model(current.model, graph, content)
+    as_of = 1 + max(int(data[t].time.max()) for t in data.node_types if data[t].num_nodes)
+    sampler = TemporalNeighborSampler(data, SamplerConfig(current.fanouts, "recent"))
+    context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
+    with torch.inference_mode():
+        return {
+            t: embed_nodes(model, sampler, data, context, t, index, as_of)
+            for t, index in nodes.items()
+        }

@@ -1,0 +1,152 @@
+"""The incremental path in the core: a batch validated on its own, its entities embedded by the
+current model exactly as a full run over the same rows would embed them, and served at once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from hier_pipeline.dataset import DatasetError, load_dataset
+from hier_pipeline.dataset.sql import open_database
+from hier_pipeline.graph import build_graph
+from hier_pipeline.incremental.batches import batch_files, list_batches, with_batches
+from hier_pipeline.incremental.extend import extend_content, extend_graph
+from hier_pipeline.incremental.update import update_batch
+from hier_pipeline.incremental.validate import validate_batch
+from hier_pipeline.interests.index import InterestIndex
+from hier_pipeline.model.embeddings import embed_entities
+from tests.incremental.conftest import Base
+
+
+def test_a_generated_batch_is_validated_alone(arrivals: Path, base: Base, tmp_path: Path) -> None:
+    assert list_batches(arrivals) == ["batch0001"]
+    report = validate_batch(base.spec, "batch0001", base.raw.database, tmp_path / "b.duckdb")
+    files = batch_files(base.spec, "batch0001")
+    assert set(report.tables) == set(files)  # only the batch's tables were read
+    for table, path in files.items():
+        rows = len(pd.read_parquet(path))
+        assert report.tables[table].read == report.tables[table].accepted == rows
+    products = len(pd.read_parquet(arrivals / "products.parquet"))
+    assert report.tables["products"].accepted == round(0.05 * products)
+
+
+def test_bad_batch_rows_are_quarantined_with_table_column_and_row(
+    arrivals: Path, base: Base, tmp_path: Path
+) -> None:
+    good = batch_files(base.spec, "batch0001")
+    bad = arrivals / "incoming" / "bad"
+    bad.mkdir()
+    try:
+        products = pd.read_parquet(good["products"]).head(3)
+        products["advertiser_id"] = 1  # an advertiser of the dataset (this batch brings none)
+        products.loc[0, "product_id"] = 1  # the dataset has it already
+        products.loc[1, "advertiser_id"] = 10**9  # nobody
+        products.to_parquet(bad / "products.parquet", index=False)
+        events = pd.read_parquet(good["events"]).head(2)
+        events["product_id"] = products["product_id"].iloc[2]
+        events.loc[1, "user_id"] = 10**9
+        events.to_parquet(bad / "events.parquet", index=False)
+        report = validate_batch(base.spec, "bad", base.raw.database, tmp_path / "bad.duckdb")
+    finally:
+        for path in bad.iterdir():
+            path.unlink()
+        bad.rmdir()
+    assert report.tables["products"].quarantined_by_reason == {
+        "existing_primary_key": 1,
+        "dangling_foreign_key": 1,
+    }
+    assert report.tables["events"].quarantined_by_reason == {"dangling_foreign_key": 1}
+    assert all(t.reconciles for t in report.tables.values())
+    with open_database(report.database) as connection:
+        details = dict(
+            connection.execute(
+                "SELECT reason || '/' || column_name, detail FROM meta.quarantine"
+                " WHERE table_name = 'products'"
+            ).fetchall()
+        )
+    assert details["existing_primary_key/product_id"] == (
+        "row 1: products.product_id = 1 already exists in the dataset"
+    )
+    assert (
+        "row 2: products.advertiser_id = 1000000000 not found"
+        in (details["dangling_foreign_key/advertiser_id"])
+    )
+
+
+def test_a_file_named_after_no_table_is_refused(arrivals: Path, base: Base) -> None:
+    odd = arrivals / "incoming" / "odd"
+    odd.mkdir()
+    (odd / "orders.parquet").write_bytes(b"")
+    try:
+        with pytest.raises(DatasetError, match=r"orders\.parquet.*names no file table"):
+            batch_files(base.spec, "odd")
+    finally:
+        (odd / "orders.parquet").unlink()
+        odd.rmdir()
+
+
+def test_the_extension_equals_a_full_build_over_the_same_rows(
+    arrivals: Path, base: Base, tmp_path: Path
+) -> None:
+    """Node features, edges and the model's embeddings of the new entities: as if the batch had
+    been in the data all along; the dataset's nodes keep their indices and the input graph is
+    left untouched."""
+    spec = base.spec
+    batch = validate_batch(spec, "batch0001", base.raw.database, tmp_path / "b.duckdb")
+    before = {t: int(base.graph.data[t].num_nodes) for t in base.graph.data.node_types}
+    extended = extend_graph(spec, base.graph, base.raw.database, batch.database)
+    full_raw = load_dataset(with_batches(spec), tmp_path / "full.duckdb")
+    full = build_graph(spec, full_raw.database)
+    assert {t: int(base.graph.data[t].num_nodes) for t in before} == before
+    data, expected = extended.graph.data, full.data
+    for node_type in expected.node_types:
+        for name in ("x_cat", "time", "row"):
+            assert torch.equal(data[node_type][name], expected[node_type][name]), (node_type, name)
+        # The dataset's rows keep their features; the batch's are normalised as in a full build.
+        n = before[node_type]
+        assert torch.equal(data[node_type].x_num[:n], base.graph.data[node_type].x_num)
+        assert torch.allclose(data[node_type].x_num[n:], expected[node_type].x_num[n:], atol=1e-6)
+    for edge_type in expected.edge_types:
+        assert torch.equal(data[edge_type].edge_index, expected[edge_type].edge_index), edge_type
+    new = extended.new_nodes["products"]
+    assert new.tolist() == list(range(before["products"], int(expected["products"].num_nodes)))
+
+    content, embedded = extend_content(
+        spec, base.content, batch.database, tmp_path / "cache", tmp_path / "c.pt"
+    )
+    assert embedded.tables["products"].rows == len(new)  # only the batch was embedded
+    ours = embed_entities(base.trained, extended.graph, content, tmp_path / "e1.pt", (8, 4))
+    theirs = embed_entities(base.trained, full, content, tmp_path / "e2.pt", (8, 4))
+    cosine = (ours.load()["products"][new] * theirs.load()["products"][new]).sum(dim=1)
+    assert cosine.min() > 0.99  # only the old rows' normalisation differs, by the batch's share
+
+
+def test_new_entities_are_served_with_tokens_right_after(base: Base, tmp_path: Path) -> None:
+    folder = base.tokens.path.parent
+    before = InterestIndex.open(folder)
+    update = update_batch(
+        base.spec, "batch0001", base.current(folder, tmp_path / "cache"), tmp_path
+    )
+    try:
+        after = InterestIndex.open(folder)
+        new_products = [k for k in after.keys["products"] if k not in set(before.keys["products"])]
+        assert len(new_products) == update.entities["products"] > 0
+        assert update.entities["advertisers"] > 0
+        for key in new_products:
+            levels = {i.level for i in after.interests_of("item", key)}
+            assert levels == set(range(before.hierarchy.levels))
+            assert len(after.similar_items(key, 5)) == 5
+        user = after.keys["users"][0]
+        by_embedding = {m.key for m in after.top_items(user, len(after.keys["products"]))}
+        assert set(new_products) <= by_embedding
+        advertiser = [k for k in after.keys["advertisers"] if k not in before.keys["advertisers"]]
+        assert after.advertiser_interests(advertiser[0])
+        for node_type in before.keys:  # what was served before is served unchanged
+            n = len(before.keys[node_type])
+            assert after.keys[node_type][:n] == before.keys[node_type]
+            assert torch.equal(after.vectors[node_type][:n], before.vectors[node_type])
+    finally:
+        update.path.unlink()
