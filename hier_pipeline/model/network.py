@@ -88,7 +88,8 @@ class InterestModel(nn.Module):
             h = layer(h, batch.edges.select(batch.edges.hop <= reach), rows)
             if self.config.use_primitives:
                 # Grouped by root: a root's neighbourhood never exchanges with another root's (whose
-                # seed time differs), which would leak one seed's future into another's past.
+                # seed time differs), which would leak one seed's future into another's past. Only
+                # the rows this layer updated take part: the rest are stale, and the bulk.
                 h, _ = self.primitives.exchange(h, batch=batch.root, rows=rows)
         return F.normalize(self.output(h[batch.seed_index]), dim=-1)
 

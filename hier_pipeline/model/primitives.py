@@ -52,7 +52,7 @@ class InterestPrimitives(nn.Module):
         num_primitives (int): K.
         dim (int): Node embedding size; must be divisible by ``heads``.
         heads (int): Attention heads of :meth:`exchange`. (default: ``4``)
-        dropout (float): Dropout on the attention weights of :meth:`exchange`. (default: ``0.0``)
+        dropout (float): Dropout on the updates of :meth:`exchange` (before each residual). (default: ``0.0``)
 
     Shapes:
         - :meth:`exchange`: ``x`` [N, dim], ``batch`` [N] (int, groups ``0 .. B - 1``),
@@ -82,68 +82,74 @@ class InterestPrimitives(nn.Module):
         weights: Tensor | None = None,
         rows: Tensor | None = None,
     ) -> tuple[Tensor, Tensor]:
-        """Primitives gather from the nodes of each group, then every node reads its group's
+        """Primitives gather from the nodes of each group, then those nodes read their group's
         updated primitives. ``weights`` (e.g. a 0/1 mask as floats) scale each node's say in the
         gathering; a group whose weights are all zero gathers as if unweighted. Only ``rows``
-        (indices), if given, read; the other nodes come back unchanged.
+        (indices), if given, take part, both gathering and reading: in a layer that updated only
+        some nodes, the others' states are stale, and skipping them is what makes the exchange
+        cheap (most of a sampled neighbourhood is its last hop). The other nodes come back
+        unchanged, and a group without a row gathers nothing.
 
         Shapes: see the class.
         """
         num_nodes = x.size(0)
         group = x.new_zeros(num_nodes, dtype=torch.long) if batch is None else batch
         num_groups = 1 if batch is None or num_nodes == 0 else int(batch.max()) + 1
+        members = torch.arange(num_nodes, device=x.device) if rows is None else rows
+        selected, selected_group = x[members], group[members]
+        selected_weights = None if weights is None else weights[members]
         primitives = x.new_empty(num_groups, self.num_primitives, self.dim)
-        for members, subset, local in _size_buckets(group, num_groups):
-            primitives[members] = self._gather(
-                x[subset], local, len(members), None if weights is None else weights[subset]
+        read = x.new_empty(len(members), self.dim)
+        for groups, subset, local in _size_buckets(selected_group, num_groups):
+            order = torch.argsort(local, stable=True)  # to_dense_batch wants groups sorted
+            subset, local = subset[order], local[order]
+            dense, mask = to_dense_batch(selected[subset], local, batch_size=len(groups))
+            gathered = self._gather(
+                dense, mask, None if selected_weights is None else selected_weights[subset]
             )
-        readers = torch.arange(num_nodes, device=x.device) if rows is None else rows
-        read = x.new_empty(len(readers), self.dim)
-        for members, subset, local in _size_buckets(group[readers], num_groups):
-            read[subset] = self._read(x[readers[subset]], local, primitives[members])
-        nodes = x.index_copy(0, readers, read)
+            primitives[groups] = gathered
+            read[subset] = self._read(dense, gathered)[mask]
+        nodes = x.index_copy(0, members, read)
         return nodes, primitives[0] if batch is None else primitives
 
-    def _gather(self, x: Tensor, group: Tensor, num_groups: int, weights: Tensor | None) -> Tensor:
-        """Each group's primitives after attending over its nodes. Shapes: [N, dim] -> [G, K, dim]."""
+    def _gather(self, dense: Tensor, mask: Tensor, weights: Tensor | None) -> Tensor:
+        """Each group's primitives after attending over its nodes, in the dense per-group layout
+        [G, M, ...] (M = largest group): batched matrix products over [G, K, M] maps, never
+        [N, K, dim] temporaries and never N x N. A group without nodes keeps its primitives.
+        Shapes: dense [G, M, dim], mask [G, M], weights [N] (N = mask.sum()) -> [G, K, dim]."""
         num_primitives, heads, head_dim = self.num_primitives, self.heads, self.head_dim
-        # Dense per-group layout [G, M, ...] (M = largest group): batched matrix products over
-        # [G, K, M] maps, never [N, K, dim] temporaries and never N x N.
-        order = torch.argsort(group, stable=True)
-        dense, mask = to_dense_batch(x[order], group[order], batch_size=num_groups)
         groups, width = dense.shape[:2]
-        query = self.gather.query(self.primitives).view(num_primitives, heads, head_dim)
+        query = self.gather.query(self.primitives) / math.sqrt(head_dim)
         key = self.gather.key(dense).view(groups, width, heads, head_dim)
         value = self.gather.value(dense).view(groups, width, heads, head_dim)
-        logits = torch.einsum("khd,gmhd->gkhm", query, key) / math.sqrt(head_dim)
+        # One additive [G, M] term instead of masked_fill(-inf) + nan_to_num passes over the
+        # [G, K, heads, M] map, which dominate the exchange's cost on a CPU.
+        lowest = torch.finfo(dense.dtype).min / 4
+        additive = torch.zeros_like(mask, dtype=dense.dtype).masked_fill(~mask, lowest)
         if weights is not None:
-            tiny = torch.finfo(logits.dtype).tiny
-            weight, _ = to_dense_batch(
-                weights[order].to(logits.dtype), group[order], fill_value=1.0, batch_size=num_groups
-            )
-            logits = logits + weight.clamp_min(tiny).log().view(groups, 1, 1, width)
-        logits = logits.masked_fill(~mask.view(groups, 1, 1, width), float("-inf"))
-        alpha = self.dropout(logits.softmax(dim=-1).nan_to_num(0.0))
-        pooled = torch.einsum("gkhm,gmhd->gkhd", alpha, value).reshape(
-            groups, num_primitives, self.dim
-        )
-        return self.gather_norm(self.primitives + self.gather.out(pooled))
+            weight = dense.new_ones(groups, width)
+            weight[mask] = weights.to(dense.dtype)
+            # log(tiny) for every node of an all-zero group: a constant shift, so it gathers
+            # as if unweighted.
+            additive = additive + weight.clamp_min(torch.finfo(dense.dtype).tiny).log()
+        logits = torch.einsum(
+            "khd,gmhd->gkhm", query.view(num_primitives, heads, head_dim), key
+        ) + additive.view(groups, 1, 1, width)
+        pooled = torch.einsum("gkhm,gmhd->gkhd", logits.softmax(dim=-1), value)
+        update = self.dropout(self.gather.out(pooled.reshape(groups, num_primitives, self.dim)))
+        update = update * mask.any(dim=1).view(groups, 1, 1)
+        return self.gather_norm(self.primitives + update)
 
-    def _read(self, x: Tensor, group: Tensor, primitives: Tensor) -> Tensor:
-        """Nodes updated from their group's primitives. Shapes: [N, dim], [G, K, dim] -> [N, dim]."""
+    def _read(self, dense: Tensor, primitives: Tensor) -> Tensor:
+        """Nodes updated from their group's primitives. Shapes: [G, M, dim], [G, K, dim] -> [G, M, dim]."""
         num_primitives, heads, head_dim = self.num_primitives, self.heads, self.head_dim
-        order = torch.argsort(group, stable=True)
-        dense, mask = to_dense_batch(x[order], group[order], batch_size=len(primitives))
         groups, width = dense.shape[:2]
-        query = self.read.query(dense).view(groups, width, heads, head_dim)
+        query = self.read.query(dense).view(groups, width, heads, head_dim) / math.sqrt(head_dim)
         key = self.read.key(primitives).view(groups, num_primitives, heads, head_dim)
         value = self.read.value(primitives).view(groups, num_primitives, heads, head_dim)
-        logits = torch.einsum("gmhd,gkhd->gmhk", query, key) / math.sqrt(head_dim)
-        alpha = self.dropout(logits.softmax(dim=-1))
-        read = torch.einsum("gmhk,gkhd->gmhd", alpha, value).reshape(groups, width, self.dim)[mask]
-        nodes = torch.empty_like(x)
-        nodes[order] = self.read_norm(x[order] + self.read.out(read))
-        return nodes
+        alpha = torch.einsum("gmhd,gkhd->gmhk", query, key).softmax(dim=-1)
+        read = torch.einsum("gmhk,gkhd->gmhd", alpha, value).reshape(groups, width, self.dim)
+        return self.read_norm(dense + self.dropout(self.read.out(read)))
 
     def logits(self, z: Tensor, temperature: float = 0.1) -> Tensor:
         """Cosine similarity to each base primitive over ``temperature``. Shapes: [N, dim] -> [N, K]."""

@@ -79,6 +79,22 @@ def test_zero_weight_nodes_do_not_shape_the_primitives() -> None:
     assert not torch.allclose(module.exchange(changed)[1], module.exchange(x)[1])
 
 
+def test_only_rows_gather_and_read() -> None:
+    """Nodes outside ``rows`` (stale states a layer did not update) neither shape the primitives
+    nor change; a group without a row gathers nothing."""
+    module, x = _primitives(), _nodes()
+    batch, rows = torch.tensor([0, 0, 0, 1, 1, 1, 2, 2, 2]), torch.tensor([0, 1, 3, 4])
+    changed = x.clone()
+    changed[[2, 5, 6, 7, 8]] = torch.randn(5, DIM)
+    nodes, primitives = module.exchange(x, batch=batch, rows=rows)
+    changed_nodes, changed_primitives = module.exchange(changed, batch=batch, rows=rows)
+    assert torch.allclose(changed_primitives, primitives, atol=1e-6)
+    assert torch.allclose(changed_nodes[rows], nodes[rows], atol=1e-6)
+    assert torch.equal(nodes[[2, 5, 6, 7, 8]], x[[2, 5, 6, 7, 8]])
+    assert not torch.allclose(nodes[rows], x[rows])
+    assert torch.allclose(primitives[2], module.gather_norm(module.primitives), atol=1e-6)
+
+
 def test_exchange_never_builds_an_n_by_n_tensor() -> None:
     num_nodes, module = 997, _primitives()
     with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as profiler:

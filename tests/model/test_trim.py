@@ -1,6 +1,6 @@
 """Trim-to-layer: deeper layers skip nodes that can no longer reach a root, and the roots' outputs
 are exactly what the untrimmed computation gives (attention and HGT; the primitive exchange, which
-gathers from whole neighbourhoods, is the documented exception)."""
+by design gathers from the nodes a layer updated only, is the documented exception)."""
 
 from __future__ import annotations
 
