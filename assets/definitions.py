@@ -9,6 +9,7 @@ import dagster as dg
 from assets.content import content_embedding_checks, content_embeddings
 from assets.evaluation import evaluation_report, evaluation_report_checks, published_tokens
 from assets.graph import relational_graph, relational_graph_checks
+from assets.incremental import arrived_interests, arrived_tables
 from assets.ingest import raw_table_checks, raw_tables
 from assets.interests import (
     interest_hierarchy,
@@ -22,6 +23,7 @@ from assets.model import (
     interest_model,
     interest_model_checks,
 )
+from assets.sensors import arrivals_job, arrivals_sensor
 from resources import DatasetResource, MLflowResource, StorageResource
 from resources.tracking import UI_URL
 
@@ -47,7 +49,10 @@ RESOURCES_BY_ENV: dict[str, dict[str, dg.ConfigurableResource]] = {
 }
 
 all_assets_job = dg.define_asset_job(
-    "all_assets_job", selection=dg.AssetSelection.all(), description="Every stage, end to end."
+    "all_assets_job",
+    # The arrivals are partitioned by batch: arrivals_job runs them, one batch at a time.
+    selection=dg.AssetSelection.all() - dg.AssetSelection.groups("arrivals"),
+    description="Every stage, end to end.",
 )
 
 # The stages of a full run, by group: assets added later in groups of their own (the incremental
@@ -86,6 +91,8 @@ defs = dg.Definitions(
         interest_tokens,
         evaluation_report,
         published_tokens,
+        arrived_tables,
+        arrived_interests,
     ],
     asset_checks=[
         raw_table_checks,
@@ -97,6 +104,13 @@ defs = dg.Definitions(
         interest_token_checks,
         evaluation_report_checks,
     ],
-    jobs=[all_assets_job, full_retrain_job, evaluate_only_job, evaluate_and_publish_job],
+    jobs=[
+        all_assets_job,
+        full_retrain_job,
+        evaluate_only_job,
+        evaluate_and_publish_job,
+        arrivals_job,
+    ],
+    sensors=[arrivals_sensor],
     resources=RESOURCES_BY_ENV[os.environ.get("HIER_ENV", "local")],
 )

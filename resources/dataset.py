@@ -9,6 +9,7 @@ from pydantic import Field
 
 from hier_pipeline.dataset import DatasetSpec, parse_dataset
 from hier_pipeline.dataset.source import SYNTHETIC, dataset_folder
+from hier_pipeline.incremental.batches import with_batches
 from hier_pipeline.paths import default_home
 
 
@@ -35,4 +36,5 @@ class DatasetResource(dg.ConfigurableResource):
         )
 
     def spec(self) -> DatasetSpec:
-        return parse_dataset(self.folder())
+        """The description, with every batch that arrived in `incoming/` read after its table."""
+        return with_batches(parse_dataset(self.folder()))

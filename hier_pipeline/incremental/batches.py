@@ -63,7 +63,7 @@ def batch_spec(spec: DatasetSpec, batch: str) -> DatasetSpec:
     keep theirs, so that schemas and `where` predicates are checked as for a full load)."""
     files = batch_files(spec, batch)
     tables = {
-        name: replace(table, file=files[name]) if name in files else table
+        name: replace(table, file=files[name], batch_files=()) if name in files else table
         for name, table in spec.tables.items()
     }
     return replace(spec, tables=tables)

@@ -57,9 +57,12 @@ class BatchUpdate:
     seconds: dict[str, float]  # per step
 
 
-def update_batch(spec: DatasetSpec, batch: str, current: Current, work: Path) -> BatchUpdate:
-    """Run `batch` through the incremental path; `work` holds its database and content vectors."""
-    return _Run(spec, batch, current, work).run()
+def update_batch(
+    spec: DatasetSpec, batch: str, current: Current, work: Path, load: LoadReport | None = None
+) -> BatchUpdate:
+    """Run `batch` through the incremental path; `work` holds its content vectors, and its
+    database unless `load` is the batch's validation (`validate_batch`) done before."""
+    return _Run(spec, batch, current, work).run(load)
 
 
 class _Run:
@@ -73,11 +76,14 @@ class _Run:
         self.seconds[step] = round(now - self.started, 3)
         self.started = now
 
-    def run(self) -> BatchUpdate:
+    def run(self, load: LoadReport | None) -> BatchUpdate:
         spec, current, work = self.spec, self.current, self.work
-        database = work / f"{self.batch}.duckdb"
-        load = validate_batch(spec, self.batch, current.warehouse, database)
-        self.lap("validate")
+        if load is None:
+            load = validate_batch(
+                spec, self.batch, current.warehouse, work / f"{self.batch}.duckdb"
+            )
+            self.lap("validate")
+        database = load.database
         content, embedded = extend_content(
             spec,
             current.content,

@@ -5,8 +5,8 @@ first funnel events of existing users on them, written as `incoming/<batch>/` (s
 Products follow the planted hierarchy (a fine interest inside one of the advertiser's mids), and
 the users who meet them are drawn by their planted weight on that interest, so the batch carries
 the same signal as the world. Later purchases of the new products are kept out of the batch, in
-`truth/batches/<batch>/purchases.parquet`, to measure cold-start retrieval; `truth/batches/<batch>/
-products.parquet` holds their planted interests.
+`truth/batches/<batch>/purchases.parquet`, to measure cold-start retrieval; their planted
+interests are appended to `truth/products.parquet`.
 """
 
 from __future__ import annotations
@@ -99,16 +99,7 @@ def generate_batch(
     truth = dataset / "truth" / "batches" / name
     truth.mkdir(parents=True, exist_ok=True)
     _write(truth / "purchases.parquet", held_out)
-    fine = np.asarray(products["fine"])
-    _write(
-        truth / "products.parquet",
-        {
-            "product_id": products["product_id"],
-            "coarse_id": coarse_category_id(fine // 16),
-            "mid_id": mid_category_id(fine // 4),
-            "fine_id": fine,
-        },
-    )
+    _append_truth(dataset / "truth" / "products.parquet", products)
     os.replace(scratch, incoming_folder(dataset) / name)  # the batch appears whole
     return incoming_folder(dataset) / name
 
@@ -229,6 +220,23 @@ def _events(
         "purchase_time": _times(np.array([h[2] for h in held], dtype=np.int64)),
     }
     return events, purchases
+
+
+def _append_truth(path: Path, products: dict[str, Any]) -> None:
+    """The new products' planted interests join the world's truth (it describes every item the
+    dataset holds, so that a run that learns from the batches is scored on them too)."""
+    fine = np.asarray(products["fine"])
+    table = pq.read_table(path)
+    added = pa.table(
+        {
+            "product_id": pa.array(products["product_id"], pa.int64()),
+            "coarse_id": pa.array(coarse_category_id(fine // 16), pa.int64()),
+            "mid_id": pa.array(mid_category_id(fine // 4), pa.int64()),
+            "fine_id": pa.array(fine, pa.int64()),
+            "cold_start": pa.array(np.ones(len(fine), dtype=bool)),
+        }
+    )
+    pq.write_table(pa.concat_tables([table, added.cast(table.schema)]), path, compression="zstd")
 
 
 def _times(seconds: np.ndarray) -> pa.Array:

@@ -1,0 +1,109 @@
+"""Stage 6, arrivals: batches of new rows (`incoming/<batch>/`) fitted into what is materialised,
+without a retrain. One dynamic partition per batch, never per entity: `arrivals_sensor` adds it
+and asks for the run."""
+
+import dagster as dg
+
+from assets.metadata import markdown_table
+from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.dataset import LoadReport
+from hier_pipeline.graph import GraphArtifact
+from hier_pipeline.incremental.update import BatchUpdate
+from hier_pipeline.interests.artifact import TokensArtifact
+from hier_pipeline.model.artifact import ModelArtifact
+from resources import DatasetResource, StorageResource
+
+GROUP = "arrivals"
+ARRIVALS = dg.DynamicPartitionsDefinition(name="arrivals")
+
+
+@dg.asset(
+    partitions_def=ARRIVALS,
+    group_name=GROUP,
+    kinds={"duckdb"},
+    owners=["team:hier-pipeline"],
+    pool="duckdb_writer",
+)
+def arrived_tables(
+    context: dg.AssetExecutionContext,
+    dataset: DatasetResource,
+    storage: StorageResource,
+    raw_tables: LoadReport,
+) -> dg.Output[LoadReport]:
+    """The batch's files, and only they, validated row by row into a DuckDB file of the batch's
+    own: foreign keys may point at the dataset's rows or the batch's, a key the dataset already
+    holds is quarantined (`existing_primary_key`), like every other rejected row, with a reason."""
+    from hier_pipeline.incremental.validate import validate_batch
+
+    batch, spec = context.partition_key, dataset.spec()
+    report = validate_batch(
+        spec, batch, raw_tables.database, storage.path("arrivals", spec.name, f"{batch}.duckdb")
+    )
+    context.log.info("batch %s: %s", batch, report.to_dict()["tables"])
+    return dg.Output(
+        report,
+        metadata={
+            "batch": batch,
+            "database": dg.MetadataValue.path(str(report.database)),
+            "dagster/row_count": sum(t.accepted for t in report.tables.values()),
+            "rows_quarantined": sum(t.quarantined for t in report.tables.values()),
+            "tables": dg.MetadataValue.md(report.to_markdown()),
+        },
+    )
+
+
+@dg.asset(
+    partitions_def=ARRIVALS,
+    group_name=GROUP,
+    kinds={"pytorch"},
+    owners=["team:hier-pipeline"],
+)
+def arrived_interests(
+    context: dg.AssetExecutionContext,
+    dataset: DatasetResource,
+    storage: StorageResource,
+    arrived_tables: LoadReport,
+    raw_tables: LoadReport,
+    relational_graph: GraphArtifact,
+    content_embeddings: ContentArtifact,
+    interest_model: ModelArtifact,
+    interest_tokens: TokensArtifact,
+) -> dg.Output[BatchUpdate]:
+    """Embeddings and Bag-of-Meaning tokens for the batch's users, advertisers and items: its
+    content embedded through the cache, its rows appended to the graph, its entities embedded
+    inductively by the current model and placed in the current tree. Written beside the tokens
+    (`batches/<batch>.pt`), so `hier interests ...` answers for them at once; nothing the
+    pipeline materialised before is recomputed."""
+    from hier_pipeline.incremental.update import Current, update_batch
+
+    spec = dataset.spec()
+    current = Current(
+        warehouse=raw_tables.database,
+        graph=relational_graph.load(),
+        content=content_embeddings.load(),
+        model=interest_model.path,
+        tokens=interest_tokens.load(),
+        folder=interest_tokens.path.parent,
+        content_cache=storage.folder("content_cache"),
+    )
+    work = storage.folder("arrivals", spec.name)
+    update = update_batch(spec, context.partition_key, current, work, arrived_tables)
+    embedded = update.content.tables
+    context.log.info("batch %s: %s new entities", update.batch, update.entities)
+    return dg.Output(
+        update,
+        metadata={
+            "batch": update.batch,
+            "path": dg.MetadataValue.path(str(update.path)),
+            "entities": dg.MetadataValue.json(update.entities),
+            "newly_embedded": sum(t.text_misses + t.image_misses for t in embedded.values()),
+            "seconds": dg.MetadataValue.json(update.seconds),
+            "content": markdown_table(
+                ["table", "rows", "text cache hits", "texts embedded", "images embedded"],
+                (
+                    (name, t.rows, t.text_hits, t.text_misses, t.image_misses)
+                    for name, t in embedded.items()
+                ),
+            ),
+        },
+    )
