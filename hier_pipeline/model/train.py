@@ -181,7 +181,7 @@ class Trainer:
             parts["loss/embedding_ranking"] = embedding_only.item()
         if isinstance(self.model, InterestModel):  # the HGT peer has neither term
             for name, (weight, term) in self._interest_terms(
-                self.model, users, positives, item_batch, size
+                self.model, users, positives, item_batch, batch
             ).items():
                 loss = loss + weight * term
                 parts[name] = term.item()
@@ -236,11 +236,13 @@ class Trainer:
         users: Tensor,
         positives: Tensor,
         item_batch: ModelBatch,
-        size: int,
+        examples: ExampleBatch,
     ) -> dict[str, tuple[float, Tensor]]:
         """Weighted extra losses: primitive usage, and content <-> behaviour distillation of the
-        positive items with the EMA teacher on both views."""
-        config = self.config
+        positive items with the EMA teacher on both views. The teacher's behaviour view is a
+        fresh neighbourhood sample of the positives alone: a second view of the same items (as
+        DINO's crops are), at a third of the cost of rerunning the whole item batch."""
+        config, size = self.config, len(examples.item)
         usage = primitive_usage_loss(
             model.primitives.assign(torch.cat([users, positives])), normalised=True
         )
@@ -251,8 +253,9 @@ class Trainer:
         item_type = self.graph.metadata.item_type
         roots = {k: v[:size] for k, v in item_batch.features[item_type].items()}
         content = model.content_embedding(item_type, roots)
+        sampled = self.sampler.sample(item_type, examples.item, examples.time)
         with torch.no_grad():
-            teacher_behaviour = teacher(item_batch)[:size]
+            teacher_behaviour = teacher(make_batch(sampled, self.graph.data, self.context))
             teacher_content = teacher.content_embedding(item_type, roots)
         distill = self.distillation.symmetric(
             model.primitive_logits(positives, 1.0),
