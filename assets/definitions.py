@@ -23,7 +23,8 @@ from assets.model import (
     interest_model,
     interest_model_checks,
 )
-from assets.sensors import arrivals_job, arrivals_sensor
+from assets.promotion import promoted_interests, promotion_checks
+from assets.sensors import arrivals_job, arrivals_sensor, retrain_schedule
 from resources import DatasetResource, MLflowResource, StorageResource
 from resources.tracking import UI_URL
 
@@ -91,6 +92,7 @@ defs = dg.Definitions(
         interest_tokens,
         evaluation_report,
         published_tokens,
+        promoted_interests,
         arrived_tables,
         arrived_interests,
     ],
@@ -103,6 +105,7 @@ defs = dg.Definitions(
         interest_hierarchy_checks,
         interest_token_checks,
         evaluation_report_checks,
+        promotion_checks,
     ],
     jobs=[
         all_assets_job,
@@ -112,5 +115,6 @@ defs = dg.Definitions(
         arrivals_job,
     ],
     sensors=[arrivals_sensor],
+    schedules=[retrain_schedule],
     resources=RESOURCES_BY_ENV[os.environ.get("HIER_ENV", "local")],
 )

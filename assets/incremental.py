@@ -8,9 +8,8 @@ from assets.metadata import markdown_table
 from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.graph import GraphArtifact
+from hier_pipeline.incremental.promotion import Promotion
 from hier_pipeline.incremental.update import BatchUpdate
-from hier_pipeline.interests.artifact import TokensArtifact
-from hier_pipeline.model.artifact import ModelArtifact
 from resources import DatasetResource, StorageResource
 
 GROUP = "arrivals"
@@ -66,24 +65,24 @@ def arrived_interests(
     raw_tables: LoadReport,
     relational_graph: GraphArtifact,
     content_embeddings: ContentArtifact,
-    interest_model: ModelArtifact,
-    interest_tokens: TokensArtifact,
+    promoted_interests: Promotion,
 ) -> dg.Output[BatchUpdate]:
     """Embeddings and Bag-of-Meaning tokens for the batch's users, advertisers and items: its
     content embedded through the cache, its rows appended to the graph, its entities embedded
-    inductively by the current model and placed in the current tree. Written beside the tokens
-    (`batches/<batch>.pt`), so `hier interests ...` answers for them at once; nothing the
-    pipeline materialised before is recomputed."""
+    inductively by the serving model and placed in the serving tree (`promoted_interests`).
+    Written beside the served tokens (`batches/<batch>.pt`), so `hier interests ...` answers for
+    them at once; nothing the pipeline materialised before is recomputed."""
     from hier_pipeline.incremental.update import Current, update_batch
+    from hier_pipeline.interests.artifact import TOKENS_FILE, load_tokens
 
     spec = dataset.spec()
     current = Current(
         warehouse=raw_tables.database,
         graph=relational_graph.load(),
         content=content_embeddings.load(),
-        model=interest_model.path,
-        tokens=interest_tokens.load(),
-        folder=interest_tokens.path.parent,
+        model=promoted_interests.model,
+        tokens=load_tokens(promoted_interests.folder / TOKENS_FILE),
+        folder=promoted_interests.folder,
         content_cache=storage.folder("content_cache"),
     )
     work = storage.folder("arrivals", spec.name)

@@ -46,3 +46,14 @@ def arrivals_sensor(
         dynamic_partitions_requests=[ARRIVALS.build_add_request(fresh)],
         cursor=fresh[-1],
     )
+
+
+# full_retrain_job (assets/definitions.py) is also the on-demand retrain: launch it in the UI.
+retrain_schedule = dg.ScheduleDefinition(
+    name="retrain_schedule",
+    job_name="full_retrain_job",
+    cron_schedule=RETRAIN_CRON,
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Retrains the model and regrows the hierarchy on everything that arrived;"
+    " promoted_interests then serves them only if the evaluation is not worse.",
+)

@@ -250,11 +250,11 @@ def _interests(arguments: argparse.Namespace) -> int:
     """Exit 2 with a one-line reason when the outputs or an id are missing."""
     from dataclasses import asdict
 
-    from hier_pipeline.interests.artifact import find_interest_folder
+    from hier_pipeline.incremental.promotion import find_serving_folder
     from hier_pipeline.interests.index import InterestIndex, UnknownEntityError
 
     try:
-        index = InterestIndex.open(find_interest_folder(default_home(), arguments.dataset))
+        index = InterestIndex.open(find_serving_folder(default_home(), arguments.dataset))
         answer = arguments.ask(index, arguments)
     except (FileNotFoundError, UnknownEntityError, ValueError) as error:
         print(f"hier interests {arguments.query}: {error}", file=sys.stderr)

@@ -13,8 +13,8 @@ from assets.definitions import defs
 from assets.incremental import ARRIVALS
 from assets.sensors import arrivals_sensor
 from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.incremental.promotion import PromotionConfig, promote
 from hier_pipeline.interests.index import InterestIndex
-from hier_pipeline.model.artifact import ModelArtifact
 from resources import DatasetResource, StorageResource
 from tests.incremental.conftest import Base
 from tests.interests.conftest import HandedOver
@@ -45,16 +45,18 @@ def test_a_new_batch_makes_one_partition_and_one_run_request(arrivals: Path) -> 
 def test_the_run_materialises_only_the_batch_partition_and_serves_it(
     arrivals: Path, base: Base, tmp_path: Path
 ) -> None:
+    serving = promote(
+        {"map@10": 0.0}, base.model, base.tokens, tmp_path / "promoted", PromotionConfig(), {}
+    )
     upstream = {
         "raw_tables": base.raw,
         "relational_graph": base.graph_artifact,
         "content_embeddings": ContentArtifact(base.graph_artifact.path.parent / "content.pt"),
-        "interest_model": ModelArtifact(base.model, 0, {}, [], {}),
-        "interest_tokens": base.tokens,
+        "promoted_interests": serving,
     }
-    folder = base.tokens.path.parent
+    folder = serving.folder
     before = InterestIndex.open(folder)
-    served = {p: p.read_bytes() for p in (base.model, base.tokens.path, base.embeddings.path)}
+    served = {p: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     instance = dg.DagsterInstance.ephemeral()
     instance.add_dynamic_partitions(ARRIVALS.name, ["batch0001"])
     result = dg.materialize(
@@ -71,27 +73,24 @@ def test_the_run_materialises_only_the_batch_partition_and_serves_it(
         },
         instance=instance,
     )
-    try:
-        assert result.success
-        materialised = [
-            (e.asset_key.to_user_string(), e.partition)
-            for e in result.get_asset_materialization_events()
-        ]
-        assert sorted(materialised) == [
-            ("arrived_interests", "batch0001"),
-            ("arrived_tables", "batch0001"),
-        ]
-        assert {p: p.read_bytes() for p in served} == served  # the model and tokens untouched
-        update = result.output_for_node("arrived_interests")
-        after = InterestIndex.open(folder)
-        new = [k for k in after.keys["products"] if k not in set(before.keys["products"])]
-        assert len(new) == update.entities["products"] > 0
-        for key in new:
-            assert {i.level for i in after.interests_of("item", key)} == {0, 1, 2}
-        (event,) = result.asset_materializations_for_node("arrived_interests")
-        assert event.metadata["entities"].value == update.entities
-    finally:
-        (folder / "batches" / "batch0001.pt").unlink(missing_ok=True)
+    assert result.success
+    materialised = [
+        (e.asset_key.to_user_string(), e.partition)
+        for e in result.get_asset_materialization_events()
+    ]
+    assert sorted(materialised) == [
+        ("arrived_interests", "batch0001"),
+        ("arrived_tables", "batch0001"),
+    ]
+    assert {p: p.read_bytes() for p in served} == served  # the served files untouched
+    update = result.output_for_node("arrived_interests")
+    after = InterestIndex.open(folder)
+    new = [k for k in after.keys["products"] if k not in set(before.keys["products"])]
+    assert len(new) == update.entities["products"] > 0
+    for key in new:
+        assert {i.level for i in after.interests_of("item", key)} == {0, 1, 2}
+    (event,) = result.asset_materializations_for_node("arrived_interests")
+    assert event.metadata["entities"].value == update.entities
 
 
 @pytest.mark.parametrize("job", ["all_assets_job", "full_retrain_job"])

@@ -1,0 +1,91 @@
+"""Token ids that survive a retrain: each primitive of a new tree takes the id of the old
+primitive that means the same, so that what downstream users stored (`L1:07.3` in a feature
+store, a campaign's targeting) keeps pointing at the same interest.
+
+Meaning is membership, not position: the embedding space of a retrained model is another space,
+so centroids cannot be compared across trees, but the items under a primitive can. Matching runs
+top-down: the level-0 primitives are paired with the old ones by the Hungarian algorithm on the
+Jaccard overlap of their items (by key); a child may only take the id of a child of the old
+primitive its parent matched, so ids stay paths. A pair overlapping less than `min_overlap` is no
+match: the new primitive gets a fresh rank under its parent, never a retired id.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from scipy.optimize import linear_sum_assignment
+from torch import Tensor
+
+from hier_pipeline.interests.hierarchy import InterestHierarchy
+
+
+def stable_token_ids(
+    old: InterestHierarchy,
+    old_keys: list[str],
+    new: InterestHierarchy,
+    new_keys: list[str],
+    min_overlap: float = 0.5,
+) -> list[str]:
+    """Token ids for `new`'s primitives (in its order): an old id where a primitive of `old` holds
+    mostly the same items (`*_keys`: the item keys in each tree's member order), else fresh."""
+    position = {key: i for i, key in enumerate(old_keys)}
+    shared = [(i, position[k]) for i, k in enumerate(new_keys) if k in position]
+    new_rows = torch.tensor([i for i, _ in shared], dtype=torch.long)
+    old_rows = torch.tensor([j for _, j in shared], dtype=torch.long)
+    old_index = {token: t for t, token in enumerate(old.token_ids)}
+    ids = [""] * len(new.parent)
+    for level in range(new.levels):
+        overlap = _jaccard(old, new, level, old_rows, new_rows)
+        new_span, old_span = new.level(level), old.level(level)
+        for parent in sorted({int(p) for p in new.parent[new_span]}):
+            children = [t for t in range(new_span.start, new_span.stop) if new.parent[t] == parent]
+            old_parent = old_index.get(ids[parent], -2) if parent >= 0 else -1
+            siblings = [
+                t for t in range(old_span.start, old_span.stop) if old.parent[t] == old_parent
+            ]
+            scores = overlap[
+                np.ix_(
+                    [c - new_span.start for c in children], [s - old_span.start for s in siblings]
+                )
+            ]
+            rows, cols = linear_sum_assignment(-scores) if siblings else ([], [])
+            taken = {children[r]: siblings[c] for r, c in zip(rows, cols, strict=True)}
+            taken = {
+                n: o
+                for n, o in taken.items()
+                if overlap[n - new_span.start, o - old_span.start] >= min_overlap
+            }
+            for child, source in taken.items():
+                ids[child] = old.token_ids[source]
+            ranks = [_rank(old.token_ids[s]) for s in siblings]
+            width = max((len(r) for r in ranks), default=1)
+            fresh = max((int(r) for r in ranks), default=-1) + 1
+            prefix = "" if parent < 0 else ids[parent].split(":", 1)[1] + "."
+            for child in children:
+                if child not in taken:
+                    width = max(width, len(str(fresh)))
+                    ids[child] = f"L{level}:{prefix}{fresh:0{width}d}"
+                    fresh += 1
+    return ids
+
+
+def _rank(token: str) -> str:
+    """The last part of a path id: `L2:07.3.12` -> `12`."""
+    return token.split(":", 1)[1].rsplit(".", 1)[-1]
+
+
+def _jaccard(
+    old: InterestHierarchy, new: InterestHierarchy, level: int, old_rows: Tensor, new_rows: Tensor
+) -> np.ndarray:
+    """[new primitives of the level, old primitives of the level]: |shared items| / |union|,
+    the union counting every item of either tree (an item only one tree has dilutes the pair)."""
+    n_new, n_old = new.primitives_per_level()[level], old.primitives_per_level()[level]
+    new_local = new.members[:, level] - new.offsets[level]
+    old_local = old.members[:, level] - old.offsets[level]
+    pairs = new_local[new_rows] * n_old + old_local[old_rows]
+    inter = torch.bincount(pairs, minlength=n_new * n_old).view(n_new, n_old).double()
+    size_new = torch.bincount(new_local, minlength=n_new).double()
+    size_old = torch.bincount(old_local, minlength=n_old).double()
+    union = size_new[:, None] + size_old[None, :] - inter
+    return (inter / union.clamp_min(1)).numpy()
