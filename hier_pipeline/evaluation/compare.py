@@ -8,8 +8,8 @@ comparison is on the window after it, [t2, end), end = the last event + 1:
     retraining) and ranked by their own score (inner product plus, where the model has it, the
     personal-history term of the user's events before t2) on the same window: same warm users,
     same relevant items, the same rule for already-bought items, the same popularity tie-break;
-  - cold items are those first seen at or after t2: nobody, model or baseline, has seen a single
-    interaction with them. (Items first seen in [t1, t2) are new to our model's training but
+  - cold items are those without an interaction before t2: nobody, model or baseline, has seen
+    a single one of theirs. (Items first engaged in [t1, t2) are new to our model's training but
     not to the baselines, which refit on them: counting them as cold would favour the baselines
     and hide whether inductive embedding works.)
   - `hier_content_only` ranks by the inner product of the users' graph view with the items'

@@ -9,7 +9,13 @@ from hier_pipeline.graph.build import (
     build_graph,
 )
 from hier_pipeline.graph.sampler import SampledSubgraph, SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.graph.split import TemporalSplit, crossing_edges, default_split, training_graph
+from hier_pipeline.graph.split import (
+    TemporalSplit,
+    crossing_edges,
+    default_split,
+    first_engagement_time,
+    training_graph,
+)
 from hier_pipeline.graph.store import load_graph, save_graph
 
 __all__ = [
@@ -25,6 +31,7 @@ __all__ = [
     "build_graph",
     "crossing_edges",
     "default_split",
+    "first_engagement_time",
     "foreign_key_counts",
     "load_graph",
     "save_graph",

@@ -41,6 +41,20 @@ def default_split(
     return TemporalSplit(int(t1), max(int(t2), int(t1) + 1))
 
 
+def first_engagement_time(graph: RelationalGraph) -> torch.Tensor:
+    """Each item's first engagement of any funnel stage or feedback, the largest int64 where it
+    has none: before it, an item is cold to behaviour. Catalogue rows often have no time of their
+    own (node time NEVER), so this, not the node time, says when an item became known.
+
+    Shapes: -> [I] (int64).
+    """
+    meta = graph.metadata
+    engaged = graph.data[meta.engaged]
+    latest = torch.iinfo(torch.int64).max
+    first = torch.full((int(graph.data[meta.item_type].num_nodes),), latest, dtype=torch.int64)
+    return first.scatter_reduce(0, engaged.edge_index[1], engaged.edge_time, reduce="amin")
+
+
 def training_graph(graph: RelationalGraph, split: TemporalSplit) -> HeteroData:
     """Only nodes and edges known before t1. Each node type keeps `global_id`, its index in the full graph (`n_id` is left to samplers)."""
     data = graph.data

@@ -15,6 +15,7 @@ from hier_pipeline.graph import (
     build_graph,
     crossing_edges,
     default_split,
+    first_engagement_time,
     foreign_key_counts,
     load_graph,
     save_graph,
@@ -65,6 +66,20 @@ def test_tiny_graph_has_rows_as_nodes_and_keys_as_edges(tmp_path: Path) -> None:
     ]
     assert graph.metadata.cat_features["events"] == ["kind"]
     assert torch.isfinite(data["users"].x_num).all()
+
+
+def test_first_engagement_is_each_items_earliest_event_and_latest_without_one(
+    tmp_path: Path,
+) -> None:
+    """Products 10, 11, 12 (rows 0, 1, 2) first engaged on Feb 1, 3 and 2; a fourth never."""
+    products = TINY_FILES["products.csv"] + "13,200,unsold kettle,25.0,2024-01-06\n"
+    graph, _ = built(write_dataset(tmp_path / "d", files={"products.csv": products}), tmp_path)
+    february = 1706745600  # 2024-02-01 00:00:00 UTC
+    hours = [10, 2 * 24 + 12, 24 + 11]
+    assert first_engagement_time(graph).tolist() == [
+        *(february + 3600 * h for h in hours),
+        torch.iinfo(torch.int64).max,
+    ]
 
 
 def test_hashed_categories_are_stable_and_zero_when_missing(tmp_path: Path) -> None:

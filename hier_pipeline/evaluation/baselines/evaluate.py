@@ -13,9 +13,9 @@ Protocol, in order:
      recall@k for every k, ndcg and map at the smallest k, on the target stage's events. Equal
      scores are ordered by training popularity (`recommend`), the same for every baseline.
   4. Cold items: `cold_item_recall@50` is recall@50 of the same full ranking (all items compete)
-     where only items first seen at or after t1 (node time >= t1) count as relevant, averaged
-     over the warm users who have such an item in the window (NaN where there are none, e.g. a
-     catalogue without creation times).
+     where only items without an interaction before t1 count as relevant (first engagement at or
+     after t1, `first_engagement_time`: catalogue rows rarely carry a creation time), averaged
+     over the warm users who have such an item in the window (NaN where there are none).
   5. Models trained elsewhere (`fitted`: our model and its ablations) skip steps 1 and 3's fit:
      each is built for the final window's users and ranked and scored exactly as in 3 and 4.
 """
@@ -48,7 +48,7 @@ from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit
 from hier_pipeline.evaluation.metrics import UserItems, ranking_metrics
 from hier_pipeline.evaluation.window import EvaluationWindow
 from hier_pipeline.graph.build import RelationalGraph
-from hier_pipeline.graph.split import TemporalSplit
+from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
 
 COLD_K = 50
 FIT_BUDGET = Budget(steps=1000, seconds=120.0)  # per fit of a trained baseline
@@ -165,8 +165,7 @@ def evaluate_baselines(
     history = Interactions.from_graph(graph, split.t1)
     window = warm_window(graph, history, split.t1, split.t2, max_users, seed)
     rate = repeat_rate(graph, tune_start, split.t1)
-    item_time = graph.data[graph.metadata.item_type].time
-    cold_relevant = keep_items(window.relevant, item_time >= split.t1)
+    cold_relevant = keep_items(window.relevant, first_engagement_time(graph) >= split.t1)
     result = BaselineEvaluation(
         window=window,
         repeat_rate=rate,
