@@ -1,7 +1,8 @@
 """Where new rows arrive: `incoming/<batch>/<table>.parquet|csv` inside the dataset folder.
 
 A batch is a folder of files named after tables of dataset.yaml, with the columns that table's
-file has; any table may receive rows. Image paths in a batch are relative to the dataset folder,
+file has, in the same order (a full run reads them after the table's file as one relation); any
+table may receive rows. A batch's rows may reference the dataset's rows and its own. Image paths in a batch are relative to the dataset folder,
 like every other image path. A batch appears atomically (written under a dot-name, then renamed),
 so a reader never sees half of one; dot-folders are ignored. Batches are read in name order.
 """

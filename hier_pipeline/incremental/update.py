@@ -9,7 +9,7 @@ stay as they are; what the batch adds is one file beside the tokens (`interests/
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -30,6 +30,7 @@ from hier_pipeline.model.artifact import load_model
 from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.embeddings import role_types
 from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.train import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -43,8 +44,8 @@ class Current:
     tokens: Tokens  # the tree (`tokens.hierarchy`) and the folder the batch files go to
     folder: Path  # where `tokens.pt` lives: batch files go to `folder/batches/`
     content_cache: Path  # the content stage's cache: a text or image seen before is not re-embedded
-    fanouts: tuple[int, ...] = (8, 4)
-    token_config: TokenConfig = field(default_factory=TokenConfig)
+    fanouts: tuple[int, ...] = TrainConfig.fanouts  # the neighbourhood the model embeds from
+    temperature: float = TokenConfig.temperature  # of the served bags' weights (not stored)
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,9 @@ class _Run:
         vectors = _embed(extended.graph, content, current, new)
         self.lap("embed")
         tree = load_hierarchy(current.tokens.hierarchy)
-        bags = {t: assign_tokens(v, tree, current.token_config) for t, v in vectors.items()}
+        served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
+        config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
+        bags = {t: assign_tokens(v, tree, config) for t, v in vectors.items()}
         keys = primary_keys(database, spec, list(new))
         path = save_batch_tokens(
             BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),

@@ -1,0 +1,344 @@
+"""Incremental cost: a batch of ~1% new items (with their advertisers) through the incremental
+path, against a full run of the pipeline on the data without it, and the new items' cold-start
+retrieval quality.
+
+    .venv/bin/python benchmarks/bench_incremental.py [DATASET_DIR] [--fraction 0.01]
+        [--scale 1.0] [--epochs E] [--steps S] [--work DIR]
+
+Without DATASET_DIR the synthetic world (`--scale`) is generated and `hier generate-batch` adds
+the batch (new advertisers, their products and the first events; later purchases held out in
+truth/). With DATASET_DIR, a copy is split: advertisers drawn at random until their items reach
+`--fraction` of the items go, with every row that references those items, to incoming/batch0001
+(events before the 90th percentile of event times; the later target-stage events are held out).
+
+Full run (one fresh process): load + validate, graph, content (an empty cache: every text and
+image embedded), training, entity embeddings, hierarchy, tokens. Incremental (a fresh process,
+reading what the full run wrote): `update_batch`, i.e. what `arrived_tables` +
+`arrived_interests` run. Quality: recall@50 of the held-out purchases of new items among all
+items, by embedding inner product, for the incremental embeddings and for a full rebuild of the
+graph with the batch embedded by the same model (they should agree), beside the evaluation's
+`cold_item_recall@50` of the same model on the base data (items first seen after t2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from harness import measure, write_results
+
+BATCH = "batch0001"
+HELD_OUT = "held_out.parquet"  # user key, item key of the held-out target events
+K = 50
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("dataset_dir", type=Path, nargs="?", help="default: the synthetic world")
+    parser.add_argument("--fraction", type=float, default=0.01)
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--epochs", type=int, help="default: TrainConfig's")
+    parser.add_argument("--steps", type=int, help="steps per epoch; default: TrainConfig's")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--work", type=Path, help="scratch folder (default: a temporary one)")
+    arguments = parser.parse_args()
+    work = arguments.work or Path(tempfile.mkdtemp(prefix="bench_incremental-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["BENCH_TRAIN"] = f"{arguments.epochs or ''},{arguments.steps or ''}"
+    if arguments.dataset_dir is None:
+        from hier_pipeline.synthetic import SyntheticConfig, generate_world
+        from hier_pipeline.synthetic.batch import BatchConfig, generate_batch
+
+        world = generate_world(work / "world", SyntheticConfig(scale=arguments.scale))
+        generate_batch(world, BATCH, BatchConfig(arguments.fraction, seed=arguments.seed))
+        _held_out_from_truth(world, work)
+        name = f"incremental_synthetic_scale{arguments.scale:g}"
+    else:
+        world = work / "dataset"
+        _split_off_batch(arguments.dataset_dir.resolve(), world, work, arguments)
+        name = f"incremental_{arguments.dataset_dir.resolve().name}"
+    out = work / "run"
+    full = measure(_full_run, world, out)
+    incremental = measure(_incremental_run, world, out)
+    quality = measure(_quality, world, out)
+    ratio = incremental["wall_s"] / full["wall_s"]
+    write_results(
+        name,
+        {
+            "dataset": str(arguments.dataset_dir or "synthetic"),
+            "fraction": arguments.fraction,
+            "full_run": full,
+            "incremental": incremental,
+            "incremental_share_of_full": round(ratio, 4),
+            "within_5_percent": ratio <= 0.05,
+            "quality": quality,
+        },
+    )
+    return 0
+
+
+def _train_config() -> Any:
+    from dataclasses import replace
+
+    from hier_pipeline.model.train import TrainConfig
+
+    epochs, steps = os.environ.get("BENCH_TRAIN", ",").split(",")
+    config = TrainConfig()
+    if epochs:
+        config = replace(config, epochs=int(epochs))
+    if steps:
+        config = replace(config, steps_per_epoch=int(steps))
+    return config
+
+
+def _full_run(folder: str, out: str) -> dict[str, Any]:
+    """Every stage on the data without the batch, as a full run (or a retrain) does it."""
+    import time
+
+    import torch
+
+    from hier_pipeline.dataset import parse_dataset
+    from hier_pipeline.graph import save_graph
+    from hier_pipeline.interests.hierarchy import HierarchyConfig
+    from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
+    from hier_pipeline.interests.tokens import TokenConfig
+    from hier_pipeline.model.artifact import save_model
+    from hier_pipeline.model.embeddings import embed_entities
+    from hier_pipeline.model.train import train_model
+    from hier_pipeline.pipeline import prepare
+
+    root, config = Path(out), _train_config()
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    prepared = prepare(Path(folder), root, root / "content_cache")
+    seconds["load_graph_content"] = time.perf_counter() - started
+    save_graph(prepared.graph, root / "graph.pt")
+    torch.save(prepared.content, root / "content.pt")
+    result = train_model(prepared.graph, prepared.content, prepared.split, config)
+    save_model(result.model, root / "model.pt")
+    seconds["train"] = time.perf_counter() - started - sum(seconds.values())
+    graph, content = prepared.graph, prepared.content
+    embeddings = embed_entities(
+        result.model, graph, content, root / "embeddings.pt", config.fanouts
+    )
+    seconds["embed"] = time.perf_counter() - started - sum(seconds.values())
+    interests = root / "interests"
+    tree = build_interest_hierarchy(embeddings, graph, interests, HierarchyConfig())
+    spec = parse_dataset(Path(folder))
+    build_interest_tokens(embeddings, tree, spec, prepared.database, interests, TokenConfig())
+    seconds["interests"] = time.perf_counter() - started - sum(seconds.values())
+    return {
+        "seconds": {k: round(v, 2) for k, v in seconds.items()},
+        "nodes": {t: int(graph.data[t].num_nodes) for t in graph.data.node_types},
+        "epochs": len(result.history),
+        "steps_per_epoch": config.steps_per_epoch,
+    }
+
+
+def _incremental_run(folder: str, out: str) -> dict[str, Any]:
+    """The batch through the incremental path, from what the full run left on disk."""
+    import torch
+
+    from hier_pipeline.dataset import parse_dataset
+    from hier_pipeline.graph import load_graph
+    from hier_pipeline.incremental.update import Current, update_batch
+    from hier_pipeline.interests.artifact import load_tokens
+
+    root = Path(out)
+    current = Current(
+        warehouse=root / "raw.duckdb",
+        graph=load_graph(root / "graph.pt"),
+        content=torch.load(root / "content.pt", weights_only=True),
+        model=root / "model.pt",
+        tokens=load_tokens(root / "interests" / "tokens.pt"),
+        folder=root / "interests",
+        content_cache=root / "content_cache",
+        fanouts=_train_config().fanouts,
+    )
+    update = update_batch(parse_dataset(Path(folder)), BATCH, current, root / "arrivals")
+    return {
+        "seconds": update.seconds,
+        "entities": update.entities,
+        "rows": {t: r.accepted for t, r in update.load.tables.items()},
+        "quarantined": {t: r.quarantined for t, r in update.load.tables.items()},
+        "embedded": {t: c.text_misses + c.image_misses for t, c in update.content.tables.items()},
+    }
+
+
+def _quality(folder: str, out: str) -> dict[str, Any]:
+    """Recall@50 of the held-out purchases of new items: the incremental embeddings, the same
+    model over a full rebuild with the batch, and the evaluation's cold-start figure."""
+    import pandas as pd
+    import torch
+
+    from hier_pipeline.dataset import load_dataset, parse_dataset
+    from hier_pipeline.evaluation.compare import Comparison, evaluate_models
+    from hier_pipeline.evaluation.report import OURS
+    from hier_pipeline.graph import build_graph, default_split, load_graph
+    from hier_pipeline.incremental.batches import with_batches
+    from hier_pipeline.interests.entities import primary_keys
+    from hier_pipeline.interests.index import InterestIndex
+    from hier_pipeline.model.artifact import load_model
+    from hier_pipeline.model.embeddings import embed_entities
+
+    root, spec = Path(out), parse_dataset(Path(folder))
+    user_type, item_type = spec.roles.user, spec.roles.item
+    held = pd.read_parquet(root.parent / HELD_OUT).astype(str)
+    index = InterestIndex.open(root / "interests")
+    ours = _recall(index.keys, index.vectors, held, user_type, item_type)
+
+    everything = with_batches(spec)
+    raw = load_dataset(everything, root / "everything.duckdb")
+    full = build_graph(everything, raw.database)
+    content = torch.load(root / "content.pt", weights_only=True)
+    content = _with_batch_content(content, root)
+    model = load_model(root / "model.pt", full, content)
+    fanouts = _train_config().fanouts
+    vectors = embed_entities(model, full, content, root / "everything.pt", fanouts).load()
+    keys = primary_keys(raw.database, everything, [user_type, item_type])
+    rebuilt = _recall(keys, vectors, held, user_type, item_type)
+
+    base = load_graph(root / "graph.pt")
+    base_content = torch.load(root / "content.pt", weights_only=True)
+    comparison = Comparison(
+        models={OURS: load_model(root / "model.pt", base, base_content)},
+        fanouts=fanouts,
+        content_only=False,
+        baselines=("popularity",),
+    )
+    report = evaluate_models(spec.name, base, base_content, default_split(base), comparison)
+    return {
+        "held_out_pairs": len(held),
+        f"new_item_recall@{K}_incremental": ours,
+        f"new_item_recall@{K}_full_rebuild": rebuilt,
+        f"evaluation_cold_item_recall@{K}": report.models[OURS].get(f"cold_item_recall@{K}"),
+        f"evaluation_popularity_cold_item_recall@{K}": report.models["popularity"].get(
+            f"cold_item_recall@{K}"
+        ),
+        "evaluation_cold_users": report.cold_users,
+    }
+
+
+def _with_batch_content(content: dict, root: Path) -> dict:
+    """The base content with the batch's vectors appended (what the incremental run embedded)."""
+    import torch
+
+    added = torch.load(root / "arrivals" / f"{BATCH}_content.pt", weights_only=True)
+    return {
+        t: {k: torch.cat([v, added[t][k]]) for k, v in tensors.items()} if t in added else tensors
+        for t, tensors in content.items()
+    }
+
+
+def _recall(
+    keys: dict[str, list[str]], vectors: dict, held: Any, user_type: str, item_type: str
+) -> float | None:
+    """Mean over users of the share of their held-out new items in their top K of all items."""
+    import torch
+
+    users = {k: i for i, k in enumerate(keys[user_type])}
+    items = {k: i for i, k in enumerate(keys[item_type])}
+    pairs = held[held.iloc[:, 0].isin(users) & held.iloc[:, 1].isin(items)]
+    recalls = []
+    for user, group in pairs.groupby(pairs.columns[0]):
+        scores = vectors[item_type] @ vectors[user_type][users[user]]
+        top = set(scores.topk(min(K, len(scores))).indices.tolist())
+        wanted = {items[k] for k in group.iloc[:, 1]}
+        recalls.append(len(top & wanted) / len(wanted))
+    return round(float(torch.tensor(recalls).mean()), 4) if recalls else None
+
+
+def _held_out_from_truth(world: Path, work: Path) -> None:
+    import pandas as pd
+
+    held = pd.read_parquet(world / "truth" / "batches" / BATCH / "purchases.parquet")
+    held[["user_id", "product_id"]].to_parquet(work / HELD_OUT, index=False)
+
+
+def _split_off_batch(source: Path, target: Path, work: Path, arguments: Any) -> None:
+    """A copy of `source` whose randomly drawn advertisers (up to `fraction` of the items), their
+    items and every row referencing those items before the 90th percentile of event times are
+    moved to incoming/batch0001; later target-stage events of those items are held out."""
+    import shutil
+
+    import numpy as np
+
+    from hier_pipeline.dataset import parse_dataset
+    from hier_pipeline.dataset.sql import connect, quote
+
+    spec = parse_dataset(source)
+    item = spec.tables[spec.roles.item]
+    assert item.file is not None and item.primary_key is not None
+    owner = next(
+        (c for c, t in item.foreign_keys.items() if t == spec.roles.advertiser), item.primary_key
+    )
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(source / "dataset.yaml", target / "dataset.yaml")
+    batch = target / "incoming" / BATCH
+    batch.mkdir(parents=True, exist_ok=True)
+    connection = connect(memory_limit="4GB", threads=1)
+
+    def read(path: Path) -> str:
+        return f"read_{'parquet' if path.suffix == '.parquet' else 'csv_auto'}('{path}')"
+
+    counts = connection.execute(
+        f"SELECT {quote(owner)}, count(*) FROM {read(item.file)} GROUP BY ALL ORDER BY 1"
+    ).fetchall()
+    order = np.random.default_rng(arguments.seed).permutation(len(counts))
+    total, chosen = sum(c for _, c in counts), []
+    for i in order:
+        if sum(counts[j][1] for j in chosen) >= arguments.fraction * total:
+            break
+        chosen.append(int(i))
+    connection.execute("CREATE TABLE owners (k VARCHAR)")
+    connection.executemany("INSERT INTO owners VALUES (?)", [[str(counts[i][0])] for i in chosen])
+    key = quote(item.primary_key)
+    connection.execute(
+        f"CREATE TABLE new_items AS SELECT CAST({key} AS VARCHAR) AS k FROM {read(item.file)}"
+        f" WHERE CAST({quote(owner)} AS VARCHAR) IN (SELECT k FROM owners)"
+    )
+    target_stage = spec.target_stage
+    stage_table = spec.tables[target_stage.table]
+    assert stage_table.file is not None and stage_table.time is not None
+    time = quote(stage_table.time)
+    connection.execute(
+        f"CREATE TABLE cut AS SELECT quantile_disc({time}, 0.9) AS t FROM {read(stage_table.file)}"
+    )
+    late_sql = f"{time} >= (SELECT t FROM cut)"
+    for table in spec.file_tables():
+        assert table.file is not None
+        link = next((c for c, t in table.foreign_keys.items() if t == item.name), None)
+        link = item.primary_key if table.name == item.name else link
+        moved = f"CAST({quote(link)} AS VARCHAR) IN (SELECT k FROM new_items)" if link else "false"
+        # The target stage's later events of the new items are held out, in neither part.
+        late = late_sql if table.name == stage_table.name else "false"
+        relative = table.file.relative_to(spec.root)
+        (target / relative).parent.mkdir(parents=True, exist_ok=True)
+        fmt = "PARQUET" if table.file.suffix == ".parquet" else "CSV, HEADER"
+        rows = read(table.file)
+        connection.execute(
+            f"COPY (SELECT * FROM {rows} WHERE NOT ({moved}))"
+            f" TO '{target / relative}' (FORMAT {fmt})"
+        )
+        if link:
+            connection.execute(
+                f"COPY (SELECT * FROM {rows} WHERE {moved} AND NOT ({late}))"
+                f" TO '{batch / (table.name + table.file.suffix)}' (FORMAT {fmt})"
+            )
+    where = f" AND ({target_stage.where})" if target_stage.where else ""
+    connection.execute(
+        f"COPY (SELECT CAST({quote(target_stage.user)} AS VARCHAR) AS user_key,"
+        f" CAST({quote(target_stage.item)} AS VARCHAR) AS item_key FROM {read(stage_table.file)}"
+        f" WHERE CAST({quote(target_stage.item)} AS VARCHAR) IN (SELECT k FROM new_items)"
+        f" AND {late_sql}{where})"
+        f" TO '{work / HELD_OUT}' (FORMAT PARQUET)"
+    )
+    connection.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
