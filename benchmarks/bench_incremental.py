@@ -261,14 +261,16 @@ def _held_out_from_truth(world: Path, work: Path) -> None:
 
 def _split_off_batch(source: Path, target: Path, work: Path, arguments: Any) -> None:
     """A copy of `source` whose randomly drawn advertisers (up to `fraction` of the items), their
-    items and every row referencing those items before the 90th percentile of event times are
-    moved to incoming/batch0001; later target-stage events of those items are held out."""
+    items and every row that references a moved row (campaigns, events, ...) go to
+    incoming/batch0001; the target-stage events of the new items at or after the 90th percentile
+    of its times are held out of both (written to `work/held_out.parquet`)."""
     import shutil
 
     import numpy as np
 
     from hier_pipeline.dataset import parse_dataset
     from hier_pipeline.dataset.sql import connect, quote
+    from hier_pipeline.dataset.staging import topological_order
 
     spec = parse_dataset(source)
     item = spec.tables[spec.roles.item]
@@ -278,6 +280,9 @@ def _split_off_batch(source: Path, target: Path, work: Path, arguments: Any) -> 
     )
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(source / "dataset.yaml", target / "dataset.yaml")
+    for folder in source.iterdir():  # images and the like; not earlier batches or the truth
+        if folder.is_dir() and folder.name not in ("incoming", "truth"):
+            shutil.copytree(folder, target / folder.name)
     batch = target / "incoming" / BATCH
     batch.mkdir(parents=True, exist_ok=True)
     connection = connect(memory_limit="4GB", threads=1)
@@ -296,11 +301,6 @@ def _split_off_batch(source: Path, target: Path, work: Path, arguments: Any) -> 
         chosen.append(int(i))
     connection.execute("CREATE TABLE owners (k VARCHAR)")
     connection.executemany("INSERT INTO owners VALUES (?)", [[str(counts[i][0])] for i in chosen])
-    key = quote(item.primary_key)
-    connection.execute(
-        f"CREATE TABLE new_items AS SELECT CAST({key} AS VARCHAR) AS k FROM {read(item.file)}"
-        f" WHERE CAST({quote(owner)} AS VARCHAR) IN (SELECT k FROM owners)"
-    )
     target_stage = spec.target_stage
     stage_table = spec.tables[target_stage.table]
     assert stage_table.file is not None and stage_table.time is not None
@@ -309,31 +309,45 @@ def _split_off_batch(source: Path, target: Path, work: Path, arguments: Any) -> 
         f"CREATE TABLE cut AS SELECT quantile_disc({time}, 0.9) AS t FROM {read(stage_table.file)}"
     )
     late_sql = f"{time} >= (SELECT t FROM cut)"
-    for table in spec.file_tables():
+    moved_keys: dict[str, str] = {}  # table -> a table of its moved keys (k VARCHAR)
+    for index, table in enumerate(topological_order(spec)):  # parents first: moves cascade
         assert table.file is not None
-        link = next((c for c, t in table.foreign_keys.items() if t == item.name), None)
-        link = item.primary_key if table.name == item.name else link
-        moved = f"CAST({quote(link)} AS VARCHAR) IN (SELECT k FROM new_items)" if link else "false"
+        chosen_here = {item.name: owner, spec.roles.advertiser: table.primary_key}.get(table.name)
+        conditions = [
+            f"CAST({quote(column)} AS VARCHAR) IN (SELECT k FROM {moved_keys[parent]})"
+            for column, parent in table.foreign_keys.items()
+            if parent in moved_keys
+        ]
+        if chosen_here:
+            conditions.append(f"CAST({quote(chosen_here)} AS VARCHAR) IN (SELECT k FROM owners)")
+        moved = " OR ".join(conditions) or "false"
+        rows = read(table.file)
+        if table.primary_key and conditions:
+            moved_keys[table.name] = f"moved_{index}"
+            connection.execute(
+                f"CREATE TABLE moved_{index} AS SELECT CAST({quote(table.primary_key)} AS VARCHAR)"
+                f" AS k FROM {rows} WHERE {moved}"
+            )
         # The target stage's later events of the new items are held out, in neither part.
         late = late_sql if table.name == stage_table.name else "false"
         relative = table.file.relative_to(spec.root)
         (target / relative).parent.mkdir(parents=True, exist_ok=True)
         fmt = "PARQUET" if table.file.suffix == ".parquet" else "CSV, HEADER"
-        rows = read(table.file)
         connection.execute(
             f"COPY (SELECT * FROM {rows} WHERE NOT ({moved}))"
             f" TO '{target / relative}' (FORMAT {fmt})"
         )
-        if link:
+        if conditions:
             connection.execute(
-                f"COPY (SELECT * FROM {rows} WHERE {moved} AND NOT ({late}))"
+                f"COPY (SELECT * FROM {rows} WHERE ({moved}) AND NOT ({late}))"
                 f" TO '{batch / (table.name + table.file.suffix)}' (FORMAT {fmt})"
             )
     where = f" AND ({target_stage.where})" if target_stage.where else ""
     connection.execute(
         f"COPY (SELECT CAST({quote(target_stage.user)} AS VARCHAR) AS user_key,"
         f" CAST({quote(target_stage.item)} AS VARCHAR) AS item_key FROM {read(stage_table.file)}"
-        f" WHERE CAST({quote(target_stage.item)} AS VARCHAR) IN (SELECT k FROM new_items)"
+        f" WHERE CAST({quote(target_stage.item)} AS VARCHAR) IN"
+        f" (SELECT k FROM {moved_keys[item.name]})"
         f" AND {late_sql}{where})"
         f" TO '{work / HELD_OUT}' (FORMAT PARQUET)"
     )
