@@ -24,7 +24,7 @@ from hier_pipeline.evaluation.metrics import PairScores, evaluate_embeddings
 from hier_pipeline.evaluation.window import target_window
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.graph.split import TemporalSplit
+from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
 from hier_pipeline.model.batch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.checkpoint import load_checkpoint, save_checkpoint
 from hier_pipeline.model.distill import (
@@ -64,6 +64,15 @@ class TrainConfig:
     # Weight of the ranking loss by inner product alone, next to the full score's (with the
     # history term): keeps the embedding space an interest space (see `Trainer.step`).
     embedding_loss_weight: float = 1.0
+    # Share of item roots per step embedded as of their first engagement, i.e. without any of
+    # their own events (DropoutNet for graphs): new products are embedded that way, and a model
+    # that never saw an item without behaviour would not know where to put them.
+    cold_item_rate: float = 0.2
+    # Serving embeds a user and reads their history once, at the start of a window, and ranks
+    # their events over all of it. Training does the same: each event is seen as of a time drawn
+    # uniformly up to one validation window (t2 - t1) before it. Without the gap, the model
+    # learns the funnel of the last minutes (a view, then its purchase), which serving never sees.
+    serving_gap: bool = True
     use_distillation: bool = True
     distill_weight: float = 0.2
     usage_weight: float = 0.05
@@ -106,6 +115,7 @@ class Trainer:
         )
         self.examples = ExampleSampler(data, meta, self.config.seed, before=t1)
         self.known_items = torch.nonzero(data[meta.item_type].time < t1).flatten()
+        self.first_engagement = first_engagement_time(self.graph)
         self.history = InteractionHistory.of(self.graph)  # queried strictly before each time
         self.item_probability = torch.from_numpy(
             self.examples.item_probability(int(data[meta.item_type].num_nodes))
@@ -132,7 +142,8 @@ class Trainer:
     def step(self) -> dict[str, float]:
         """One optimisation step; returns the loss parts."""
         meta, config = self.graph.metadata, self.config
-        batch = self.examples.draw(config.batch_size).shard(self.cluster)
+        # Gaps are drawn for the global batch, as the batch is, so every rank agrees.
+        batch = self._as_served(self.examples.draw(config.batch_size)).shard(self.cluster)
         size = len(batch.user)
         hard_items = self._hard_negatives(batch)
         hard = hard_items >= 0
@@ -144,7 +155,9 @@ class Trainer:
         ]
         hard_times = batch.time.unsqueeze(1).expand_as(hard_items)
         items = torch.cat([batch.item, hard_items[hard], random_items])
-        item_times = torch.cat([batch.time, hard_times[hard], random_times])
+        item_times = self._as_if_cold(
+            items, torch.cat([batch.time, hard_times[hard], random_times])
+        )
         data = self.graph.data
         user_batch = make_batch(
             self.sampler.sample(meta.user_type, batch.user, batch.time), data, self.context
@@ -193,6 +206,21 @@ class Trainer:
         ema_update(self.teacher, self.model, config.ema_momentum)
         parts["loss/total"] = loss.item()
         return parts
+
+    def _as_served(self, batch: ExampleBatch) -> ExampleBatch:
+        """The events with their times moved back by the serving gap (`serving_gap`): every
+        neighbourhood, history feature and earlier-item negative of the step is read as of it."""
+        if not self.config.serving_gap:
+            return batch
+        horizon = self.split.t2 - self.split.t1
+        gap = torch.from_numpy((self.rng.random(len(batch.time)) * horizon).astype(np.int64))
+        return replace(batch, time=batch.time - gap)
+
+    def _as_if_cold(self, items: Tensor, times: Tensor) -> Tensor:
+        """``times``, moved back to each item's first engagement for a `cold_item_rate` share of
+        the items (rows drawn from the trainer's generator). Shapes: [N], [N] -> [N]."""
+        drawn = torch.from_numpy(self.rng.random(len(items)) < self.config.cold_item_rate)
+        return torch.where(drawn, torch.minimum(times, self.first_engagement[items]), times)
 
     def _hard_negatives(self, batch: ExampleBatch) -> Tensor:
         """Per event: the user's "not interested" item, then `history_negatives` items the user

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,31 @@ def test_a_tiny_training_beats_popularity_on_the_target_stage(synthetic_pipeline
     window = target_window(graph, split.t1, split.t2, config.max_eval_users, config.seed)
     popularity = popularity_metrics(graph, window, split.t1, config.eval_k)
     assert result.best_map > popularity["map@10"]
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5, 1.0])
+def test_cold_item_rate_embeds_that_share_of_items_before_their_first_engagement(
+    synthetic_pipeline: tuple, rate: float
+) -> None:
+    """DropoutNet for graphs: a drawn item root is sampled as of its first engagement, so its
+    neighbourhood holds none of its own events, as a new product's does."""
+    from hier_pipeline.graph import first_engagement_time
+    from hier_pipeline.model.train import Trainer
+
+    graph, content, split = synthetic_pipeline
+    trainer = Trainer(graph, content, split, replace(TINY, cold_item_rate=rate))
+    examples = trainer.examples.draw(400)
+    times = trainer._as_if_cold(examples.item, examples.time)
+    first = first_engagement_time(graph)[examples.item]
+    moved = times != examples.time
+    assert torch.all(times <= examples.time)
+    assert torch.all(times[moved] == first[moved])
+    can_move = first < examples.time  # the event is not the item's first engagement itself
+    share = float(moved.sum()) / max(int(can_move.sum()), 1)
+    assert abs(share - rate) < 0.1
+    sampled = trainer.sampler.sample(graph.metadata.item_type, examples.item, times)
+    engaged = sampled.edge_index[graph.metadata.engaged]
+    roots_reached = sampled.hop[graph.metadata.item_type][engaged[1]] == 0
+    cold_roots = set(torch.nonzero(times <= first).flatten().tolist())
+    root_of = sampled.root[graph.metadata.item_type][engaged[1][roots_reached]]
+    assert not cold_roots & set(root_of.tolist())
