@@ -12,6 +12,7 @@ from collections.abc import Iterator
 import dagster as dg
 from pydantic import Field
 
+from assets.metadata import markdown_table
 from assets.model import TrainingConfig
 from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.dataset import LoadReport
@@ -192,6 +193,13 @@ def published_tokens(
         metadata={
             "path": dg.MetadataValue.path(str(published.path.parent)),
             "entities": dg.MetadataValue.json(published.counts),
+            "gate": markdown_table(
+                ["model", "map@10"],
+                (
+                    (name, _rounded(evaluation_report.models[name]["map@10"]))
+                    for name in (OURS, GATE)
+                ),
+            ),
         },
     )
 

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from assets.metadata import markdown_table
+from assets.metadata import markdown_table, png_markdown
 from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.model.artifact import ModelArtifact
@@ -87,6 +87,7 @@ def interest_model(
     from dataclasses import asdict
 
     from hier_pipeline.evaluation.baselines import popularity_metrics
+    from hier_pipeline.evaluation.plots import training_curves
     from hier_pipeline.evaluation.window import target_window
     from hier_pipeline.model.artifact import save_model
     from hier_pipeline.model.serving import register_model
@@ -163,6 +164,9 @@ def interest_model(
             "first_epoch_loss": round(result.history[0]["loss/total"], 4),
             "last_epoch_loss": round(result.history[-1]["loss/total"], 4),
             "history": history,
+            "training_curve": png_markdown(
+                training_curves(result.history), "Loss and validation MAP@10 per epoch"
+            ),
         },
     )
 
