@@ -50,7 +50,14 @@ def test_edges_are_the_positive_pmi_pairs_of_stage_weighted_events(
     assert torch.equal(tree.parent[supergraph.tree[1]], supergraph.tree[0])
 
 
-def test_the_super_graph_is_denser_than_the_raw_graph(interest_inputs: InterestInputs) -> None:
+def test_every_interest_is_coherent_and_connected(interest_inputs: InterestInputs) -> None:
+    """Each interest keeps at least as many edges as it has nodes (PMI > 0 pairs), and most are
+    self-loops: its users engage its items more than chance.
+
+    Not asserted: density above the raw graph's. The tiny world's raw user-item graph is dense
+    (about 0.37), and a perfectly coherent level of n interests keeps only its n self-loops,
+    density 1/n; the ratio is reported per level (`supergraph_stats`, bench_interests.py), and
+    on a sparse real catalogue it is far above 1 at the coarse levels."""
     graph = interest_inputs.graph.load()
     vectors = interest_inputs.embeddings.load()
     tree = build_hierarchy(vectors["products"], HierarchyConfig(sizes=(3, 6, 12)))
@@ -60,4 +67,5 @@ def test_the_super_graph_is_denser_than_the_raw_graph(interest_inputs: InterestI
     assert stats[0]["raw_nodes"] == 250  # 100 users + 150 products
     for level in stats:
         assert 0 < level["density"] <= 1
-        assert level["density_ratio"] > 1
+        assert level["edges"] >= level["nodes"], stats
+    assert stats[0]["self_loop_share"] >= 2 / 3, stats
