@@ -142,8 +142,8 @@ def render_markdown(report: EvaluationReport, folder: Path) -> str:
         "",
         f"Target stage `{report.target_stage}`, full ranking over every item, on the window "
         f"[{t2}, {end}): {report.users} users with a target event there and at least one "
-        f"interaction before it ({report.cold_users} of them with a cold-start item, one first "
-        f"seen at or after {t2}). `{OURS}` was trained on the events before {t1}, early-stopped "
+        f"interaction before it ({report.cold_users} of them with a cold-start item, one nobody "
+        f"engaged with before {t2}). `{OURS}` was trained on the events before {t1}, early-stopped "
         f"on [{t1}, {t2}) and embeds users and items as of {t2} without retraining; `{OURS}_*` "
         "rows are its ablations and its token retrieval. Baselines were tuned on a window of the "
         f"same length before {t2} and refit on everything before it. Items a user already engaged "
