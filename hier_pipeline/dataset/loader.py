@@ -79,7 +79,7 @@ def _load_into(
     loaded: set[str] = set()
     for table in topological_order(spec):
         joins = _foreign_key_joins(spec, table, schemas, loaded)
-        _check_rows(connection, table, schemas[table.name], joins, config, reports[table.name])
+        check_rows(connection, table, schemas[table.name], joins, config, reports[table.name])
         loaded.add(table.name)
     for table in spec.tables.values():
         if table.implicit:
@@ -130,7 +130,7 @@ def _foreign_key_joins(
     return joins
 
 
-def _check_rows(
+def check_rows(
     connection: duckdb.DuckDBPyConnection,
     table: TableSpec,
     columns: dict[str, str],

@@ -97,8 +97,10 @@ def _build(
         rows = count_rows(connection, f"raw.{quote(table.name)}")
         store = data[table.name]
         store.num_nodes = rows
-        store.row = _fetch(connection, f"SELECT __row FROM raw.{quote(table.name)} ORDER BY __row")
-        store.time = _node_time(connection, table.name, has_time=table.time is not None)
+        store.row = fetch_int64(
+            connection, f"SELECT __row FROM raw.{quote(table.name)} ORDER BY __row"
+        )
+        store.time = read_node_time(connection, table.name, has_time=table.time is not None)
         features = encode_table(
             connection,
             table.name,
@@ -113,34 +115,34 @@ def _build(
         metadata.cat_features[table.name] = features.cat_names
     for table in spec.tables.values():
         for column, target in table.foreign_keys.items():
-            edge_index = _foreign_key_edges(connection, spec, table.name, column, target, columns)
+            edge_index = foreign_key_edges(connection, spec, table.name, column, target, columns)
             edge_time = data[table.name].time[edge_index[0]]
             data[table.name, column, target].edge_index = edge_index
             data[table.name, column, target].edge_time = edge_time
             data[target, f"rev_{column}", table.name].edge_index = edge_index.flip(0)
             data[target, f"rev_{column}", table.name].edge_time = edge_time
-    _add_engagements(spec, connection, data, metadata)
+    add_engagements(spec, connection, data, metadata)
     return RelationalGraph(data, metadata)
 
 
-def _fetch(connection: duckdb.DuckDBPyConnection, sql: str) -> torch.Tensor:
+def fetch_int64(connection: duckdb.DuckDBPyConnection, sql: str) -> torch.Tensor:
     array = next(iter(connection.execute(sql).fetchnumpy().values()))
     return torch.from_numpy(np.ascontiguousarray(np.asarray(array), dtype=np.int64))
 
 
-def _node_time(
+def read_node_time(
     connection: duckdb.DuckDBPyConnection, table: str, *, has_time: bool
 ) -> torch.Tensor:
     if not has_time:
         rows = count_rows(connection, f"raw.{quote(table)}")
         return torch.full((rows,), NEVER, dtype=torch.int64)
-    return _fetch(
+    return fetch_int64(
         connection,
         f"SELECT coalesce(CAST(epoch(__time) AS BIGINT), {NEVER}) FROM raw.{quote(table)} ORDER BY __row",
     )
 
 
-def _foreign_key_edges(
+def foreign_key_edges(
     connection: duckdb.DuckDBPyConnection,
     spec: DatasetSpec,
     table: str,
@@ -175,7 +177,7 @@ def _matching_nodes(connection: duckdb.DuckDBPyConnection, view: EventView) -> n
     return np.asarray(next(iter(relation.select("i").fetchnumpy().values())), dtype=np.int64)
 
 
-def _add_engagements(
+def add_engagements(
     spec: DatasetSpec,
     connection: duckdb.DuckDBPyConnection,
     data: HeteroData,

@@ -25,10 +25,10 @@ from hier_pipeline.dataset.sql import connect, count_rows, quote
 from hier_pipeline.graph.build import (
     GraphConfig,
     RelationalGraph,
-    _add_engagements,
-    _fetch,
-    _foreign_key_edges,
-    _node_time,
+    add_engagements,
+    fetch_int64,
+    foreign_key_edges,
+    read_node_time,
 )
 from hier_pipeline.graph.columns import plan_columns
 from hier_pipeline.graph.features import encode_table
@@ -94,14 +94,14 @@ def extend_graph(
             store.x_num = torch.cat([store.x_num, torch.from_numpy(features.x_num[before:])])
             store.x_cat = torch.cat([store.x_cat, torch.from_numpy(features.x_cat[before:])])
             order = f"SELECT __row FROM raw.{quote(name)} ORDER BY __row"
-            store.row = torch.cat([store.row, _fetch(connection, order)[before:]])
-            time = _node_time(connection, name, has_time=table.time is not None)
+            store.row = torch.cat([store.row, fetch_int64(connection, order)[before:]])
+            time = read_node_time(connection, name, has_time=table.time is not None)
             store.time = torch.cat([store.time, time[before:]])
             store.num_nodes = rows
             new_nodes[name] = torch.arange(before, rows)
         for name in touched:
             for column, target in spec.tables[name].foreign_keys.items():
-                edge_index = _foreign_key_edges(connection, spec, name, column, target, columns)
+                edge_index = foreign_key_edges(connection, spec, name, column, target, columns)
                 edge_time = data[name].time[edge_index[0]]
                 data[name, column, target].edge_index = edge_index
                 data[name, column, target].edge_time = edge_time
@@ -109,7 +109,7 @@ def extend_graph(
                 data[target, f"rev_{column}", name].edge_time = edge_time
         events = {v.table for v in (*spec.funnel, *spec.negative_feedback)}
         if events & set(touched):
-            _add_engagements(spec, connection, data, metadata)
+            add_engagements(spec, connection, data, metadata)
         else:
             metadata = graph.metadata
     return ExtendedGraph(RelationalGraph(data, metadata), new_nodes)

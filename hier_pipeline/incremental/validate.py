@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 
 from hier_pipeline.atomic import atomic_path
-from hier_pipeline.dataset.loader import LoadConfig, _check_rows
+from hier_pipeline.dataset.loader import LoadConfig, check_rows
 from hier_pipeline.dataset.lock import exclusive_lock
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import ForeignKeyJoin, needs_text_cast
@@ -73,7 +73,7 @@ def _load_batch(
     for table in topological_order(spec):
         if table.name in tables:
             joins = _joins(spec, table, schemas, tables, loaded)
-            _check_rows(connection, table, schemas[table.name], joins, config, reports[table.name])
+            check_rows(connection, table, schemas[table.name], joins, config, reports[table.name])
             loaded.add(table.name)
     for table in spec.tables.values():
         if table.implicit:
