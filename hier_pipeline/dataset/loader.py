@@ -8,6 +8,8 @@ same file while one runs fails at once (`lock.py`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -48,17 +50,24 @@ def load_dataset(
 
     Raises `DatabaseInUseError` when another run is loading the same file.
     """
+    with building_database(database, config) as connection:
+        return _load_into(connection, spec, database, config)
+
+
+@contextmanager
+def building_database(database: Path, config: LoadConfig) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A connection to a new DuckDB file under the dataset lock, written under a temporary name:
+    the file appears at `database`, checkpointed, only if the block succeeds."""
     with exclusive_lock(database), atomic_path(database) as partial:
         connection = open_database(
             partial, read_only=False, memory_limit=config.memory_limit, threads=config.threads
         )
         try:
-            report = _load_into(connection, spec, database, config)
+            yield connection
             connection.execute("CHECKPOINT")
         finally:
             connection.close()
             Path(f"{partial}.wal").unlink(missing_ok=True)
-        return report
 
 
 def _load_into(

@@ -14,14 +14,12 @@ from pathlib import Path
 
 import duckdb
 
-from hier_pipeline.atomic import atomic_path
-from hier_pipeline.dataset.loader import LoadConfig, check_rows
-from hier_pipeline.dataset.lock import exclusive_lock
+from hier_pipeline.dataset.loader import LoadConfig, building_database, check_rows
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import ForeignKeyJoin, needs_text_cast
 from hier_pipeline.dataset.schema import check_against_files, read_schemas
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
-from hier_pipeline.dataset.sql import count_rows, open_database, quote
+from hier_pipeline.dataset.sql import count_rows, quote
 from hier_pipeline.dataset.staging import QUARANTINE_DDL, stage_file, topological_order
 from hier_pipeline.incremental.batches import batch_files, batch_spec
 
@@ -39,18 +37,10 @@ def validate_batch(
     `meta.quarantine`), checked against the dataset's validated `warehouse`."""
     described = batch_spec(spec, batch)
     files = batch_files(spec, batch)
-    with exclusive_lock(database), atomic_path(database) as partial:
-        connection = open_database(
-            partial, read_only=False, memory_limit=config.memory_limit, threads=config.threads
-        )
-        try:
-            connection.execute(f"ATTACH ? AS {BASE} (READ_ONLY)", [str(warehouse)])
-            report = _load_batch(connection, described, set(files), database, config)
-            connection.execute(f"DETACH {BASE}")
-            connection.execute("CHECKPOINT")
-        finally:
-            connection.close()
-            Path(f"{partial}.wal").unlink(missing_ok=True)
+    with building_database(database, config) as connection:
+        connection.execute(f"ATTACH ? AS {BASE} (READ_ONLY)", [str(warehouse)])
+        report = _load_batch(connection, described, set(files), database, config)
+        connection.execute(f"DETACH {BASE}")
     return report
 
 
