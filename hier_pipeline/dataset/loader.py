@@ -70,13 +70,22 @@ def building_database(database: Path, config: LoadConfig) -> Iterator[duckdb.Duc
             Path(f"{partial}.wal").unlink(missing_ok=True)
 
 
-def _load_into(
-    connection: duckdb.DuckDBPyConnection, spec: DatasetSpec, database: Path, config: LoadConfig
-) -> LoadReport:
+def start_warehouse(
+    connection: duckdb.DuckDBPyConnection, spec: DatasetSpec
+) -> dict[str, dict[str, str]]:
+    """The files' column types, checked against `spec`, and the empty `raw`, `stage` and `meta`
+    schemas with the quarantine table: what every load starts from."""
     schemas = read_schemas(spec, connection)
     check_against_files(spec, schemas)
     connection.execute("CREATE SCHEMA raw; CREATE SCHEMA stage; CREATE SCHEMA meta")
     connection.execute(QUARANTINE_DDL)
+    return schemas
+
+
+def _load_into(
+    connection: duckdb.DuckDBPyConnection, spec: DatasetSpec, database: Path, config: LoadConfig
+) -> LoadReport:
+    schemas = start_warehouse(connection, spec)
     reports: dict[str, TableReport] = {}
     for index, table in enumerate(spec.file_tables()):
         reports[table.name] = stage_file(connection, spec, table, f"rejects_{index}")

@@ -14,13 +14,17 @@ from pathlib import Path
 
 import duckdb
 
-from hier_pipeline.dataset.loader import LoadConfig, building_database, check_rows
+from hier_pipeline.dataset.loader import (
+    LoadConfig,
+    building_database,
+    check_rows,
+    start_warehouse,
+)
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import ForeignKeyJoin, needs_text_cast
-from hier_pipeline.dataset.schema import check_against_files, read_schemas
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
 from hier_pipeline.dataset.sql import count_rows, quote
-from hier_pipeline.dataset.staging import QUARANTINE_DDL, stage_file, topological_order
+from hier_pipeline.dataset.staging import stage_file, topological_order
 from hier_pipeline.incremental.batches import batch_files, batch_spec
 
 BASE = "base"  # the catalog the dataset's warehouse is attached under
@@ -51,10 +55,7 @@ def _load_batch(
     database: Path,
     config: LoadConfig,
 ) -> LoadReport:
-    schemas = read_schemas(spec, connection)
-    check_against_files(spec, schemas)
-    connection.execute("CREATE SCHEMA raw; CREATE SCHEMA stage; CREATE SCHEMA meta")
-    connection.execute(QUARANTINE_DDL)
+    schemas = start_warehouse(connection, spec)
     reports: dict[str, TableReport] = {}
     for index, table in enumerate(t for t in spec.file_tables() if t.name in tables):
         reports[table.name] = stage_file(connection, spec, table, f"rejects_{index}")
