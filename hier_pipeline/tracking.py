@@ -4,6 +4,11 @@ Thin on purpose: MlflowClient calls with a run that ends FINISHED on success and
 so the MLflow UI never shows runs stuck in RUNNING. A tracking server that cannot be reached stops
 the stage before its body runs (so before it writes anything), within seconds and with a message
 that names the server, instead of after MLflow's minutes of retries.
+
+Runs launched at once on one sqlite store queue for opening their runs: MLflow creates the schema
+and the experiment on first use without a transaction around either, so two fresh runs racing
+there fail with `table runs already exists` or a duplicate experiment. Once open, sqlite's own
+busy wait serialises their short metric writes.
 """
 
 from __future__ import annotations
@@ -14,13 +19,15 @@ import os
 import socket
 import subprocess
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
+
+from hier_pipeline.dataset.lock import exclusive_lock
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 GIT_COMMIT_ENV = "HIER_GIT_COMMIT"  # set in images built without .git (deploy/)
@@ -113,12 +120,16 @@ def run_identity(
     return "-".join(parts), identity
 
 
+def sqlite_path(tracking_uri: str) -> Path | None:
+    """The database file of a `sqlite:///` store; None for any other store."""
+    prefix = "sqlite:///"
+    return Path(tracking_uri[len(prefix) :]) if tracking_uri.startswith(prefix) else None
+
+
 def default_artifact_location(tracking_uri: str) -> str | None:
     """Artifacts beside a sqlite store (`<folder>/artifacts`), never in the working directory."""
-    prefix = "sqlite:///"
-    if not tracking_uri.startswith(prefix):
-        return None
-    return (Path(tracking_uri[len(prefix) :]).parent / "artifacts").resolve().as_uri()
+    database = sqlite_path(tracking_uri)
+    return None if database is None else (database.parent / "artifacts").resolve().as_uri()
 
 
 def experiment_id(client: MlflowClient, name: str, artifact_location: str | None = None) -> str:
@@ -163,11 +174,14 @@ def tracked_run(
     Raises `TrackingUnavailable` before the block runs when the store cannot be reached.
     """
     check_reachable(tracking_uri)
-    client = MlflowClient(tracking_uri=tracking_uri)
     run_name, run_tags = run_identity(stage, tags or {}, params)
+    database = sqlite_path(tracking_uri)
     try:
-        experiment_key = experiment_id(client, experiment, default_artifact_location(tracking_uri))
-        run = client.create_run(experiment_key, run_name=run_name, tags=run_tags)
+        with exclusive_lock(database, wait=True) if database else nullcontext():
+            client = MlflowClient(tracking_uri=tracking_uri)  # creates a new store's schema
+            location = default_artifact_location(tracking_uri)
+            experiment_key = experiment_id(client, experiment, location)
+            run = client.create_run(experiment_key, run_name=run_name, tags=run_tags)
     except MlflowException as error:
         raise TrackingUnavailable(
             f"the MLflow tracking store {_without_credentials(tracking_uri)} refused to open a run:"

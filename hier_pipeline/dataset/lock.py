@@ -21,8 +21,9 @@ class DatabaseInUseError(RuntimeError):
 
 
 @contextmanager
-def exclusive_lock(database: Path) -> Iterator[None]:
-    """Hold the write lock of `database` for the block, or raise `DatabaseInUseError` at once.
+def exclusive_lock(database: Path, wait: bool = False) -> Iterator[None]:
+    """Hold the write lock of `database` for the block, or raise `DatabaseInUseError` at once
+    (with `wait`: block until the holder releases it, for stores whose writers queue briefly).
 
     An advisory `flock` on a hidden file beside the database: the kernel releases it when the
     holder exits, even when it is killed, so a crashed run never leaves a stale lock behind.
@@ -31,7 +32,7 @@ def exclusive_lock(database: Path) -> Iterator[None]:
     lock.parent.mkdir(parents=True, exist_ok=True)
     with open(lock, "a+", encoding="utf-8") as handle:
         try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(handle, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             handle.seek(0)
             holder = handle.read().strip() or "another process"
