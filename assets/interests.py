@@ -9,6 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.metadata import markdown_table
+from hier_pipeline.atomic import write_atomically
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.artifact import (
@@ -159,7 +160,7 @@ def interest_tokens(
     )
     vocabulary = artifact.vocabulary()
     png = primitive_map(interest_hierarchy.load(), vocabulary["label"].tolist())
-    (folder / MAP_FILE).write_bytes(png)
+    write_atomically(folder / MAP_FILE, png)
     context.log.info("tokens for %s", artifact.counts)
     user_bags = f"{spec.roles.user}_bags"
     top = vocabulary.sort_values([user_bags, "token"], ascending=[False, True]).head(TOP_TOKENS)

@@ -33,6 +33,16 @@ def atomic_path(target: Path) -> Iterator[Path]:
         temporary.unlink(missing_ok=True)
 
 
+def write_atomically(target: Path, content: str | bytes) -> Path:
+    """`target.write_text` / `write_bytes` through `atomic_path`, for outputs held in memory."""
+    with atomic_path(target) as partial:
+        if isinstance(content, str):
+            partial.write_text(content, encoding="utf-8")
+        else:
+            partial.write_bytes(content)
+    return target
+
+
 def partial_files(folder: Path) -> list[Path]:
     """Temporary files of `atomic_path` in `folder`: live writers' or dead writers' leftovers."""
     return sorted(folder.glob(f".*{PARTIAL_SUFFIX}"))

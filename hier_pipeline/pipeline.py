@@ -8,6 +8,7 @@ from pathlib import Path
 
 import torch
 
+from hier_pipeline.atomic import write_atomically
 from hier_pipeline.content.stage import embed_tables
 from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.graph import RelationalGraph, TemporalSplit, build_graph, default_split
@@ -54,7 +55,7 @@ def fit(dataset_dir: Path, out_dir: Path, config: TrainConfig) -> TrainResult:
         "history": result.history,
         "weights_checksum": checksum,
     }
-    (work / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_atomically(work / "summary.json", json.dumps(summary, indent=2))
     if cluster.is_main:
         save_model(result.model, out_dir / "model.pt")
     return result

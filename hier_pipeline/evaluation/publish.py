@@ -9,12 +9,12 @@ changes what is served until the next publication.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from hier_pipeline.atomic import atomic_path, write_atomically
 from hier_pipeline.interests.artifact import HIERARCHY_FILE, TokensArtifact, save_tokens
 
 EMBEDDINGS_FILE = "embeddings.pt"
@@ -37,13 +37,10 @@ def publish_tokens(
         folder,
         tokens.usage,
     )
-    partial = folder / f".{MANIFEST_FILE}.{os.getpid()}.partial"
-    partial.write_text(json.dumps(manifest, indent=2))
-    os.replace(partial, folder / MANIFEST_FILE)
+    write_atomically(folder / MANIFEST_FILE, json.dumps(manifest, indent=2))
     return published
 
 
 def _copy(source: Path, target: Path) -> None:
-    partial = target.with_name(f".{target.name}.{os.getpid()}.partial")
-    shutil.copyfile(source, partial)
-    os.replace(partial, target)
+    with atomic_path(target) as partial:
+        shutil.copyfile(source, partial)

@@ -16,6 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hier_pipeline.atomic import write_atomically
+
 OURS = "hier"
 HEADLINE = ("map@10", "recall@50", "ndcg@10", "cold_item_recall@50")
 RECALL_KS = (10, 50, 100)
@@ -87,14 +89,12 @@ class EvaluationReport:
     def write(self, folder: Path) -> Path:
         """`metrics.json`, `report.md` and the plots into `folder`; returns the report's path."""
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / "metrics.json").write_text(json.dumps(self.to_json(), indent=2))
+        write_atomically(folder / "metrics.json", json.dumps(self.to_json(), indent=2))
         for file in PLOTS.values():  # a plot of an earlier report must not pass for this one's
             (folder / file).unlink(missing_ok=True)
         for name, png in render_plots(self).items():
-            (folder / PLOTS[name]).write_bytes(png)
-        path = folder / "report.md"
-        path.write_text(render_markdown(self, folder))
-        return path
+            write_atomically(folder / PLOTS[name], png)
+        return write_atomically(folder / "report.md", render_markdown(self, folder))
 
     def ranked(self, metric: str = "map@10") -> list[tuple[str, dict[str, float]]]:
         """(name, metrics) best first by `metric`, undefined figures last."""

@@ -1,10 +1,12 @@
 """A failed write (disk full, a rename refused, a read-only folder) leaves the previous output as
-it was, for every writer that goes through `atomic_path`: the DuckDB database, the saved graph and
-the embedding cache segments."""
+it was, for every writer that goes through `atomic_path`: the DuckDB database, the saved graph,
+the embedding cache segments and the evaluation report (whose `write_atomically` also writes the
+published manifest, the training summary and the primitive map)."""
 
 from __future__ import annotations
 
 import errno
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,6 +20,7 @@ from hier_pipeline.atomic import atomic_path, partial_files
 from hier_pipeline.content.cache import EmbeddingCache
 from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.dataset.sql import open_database
+from hier_pipeline.evaluation.report import EvaluationReport
 from hier_pipeline.graph import build_graph, load_graph, save_graph
 from tests.builders import TINY_FILES, write_dataset
 
@@ -67,7 +70,21 @@ def _cache_segment(tmp_path: Path) -> Output:
     )
 
 
-@pytest.fixture(params=[_database, _graph, _cache_segment], ids=lambda f: f.__name__[1:])
+def _report(tmp_path: Path) -> Output:
+    folder = tmp_path / "evaluation"
+
+    def write(n: int) -> None:
+        scores = {"map@10": 0.1 + n, "recall@10": 0.2, "recall@50": 0.3, "recall@100": 0.4}
+        EvaluationReport("tiny", "purchase", 0, 86_400, 172_800, {"hier": scores}).write(folder)
+
+    def read() -> object:
+        metrics = json.loads((folder / "metrics.json").read_text())
+        return metrics["models"]["hier"]["map@10"], (folder / "report.md").read_text()
+
+    return Output(write, read, folder)
+
+
+@pytest.fixture(params=[_database, _graph, _cache_segment, _report], ids=lambda f: f.__name__[1:])
 def output(request: pytest.FixtureRequest, tmp_path: Path) -> Output:
     made: Output = request.param(tmp_path)
     return made
