@@ -44,11 +44,22 @@ def test_resume_from_a_checkpoint_continues_the_same_run(
     train_model(graph, content, split, interrupted, checkpoint_dir=tmp_path / "b")
     resumed = train_model(graph, content, split, TINY, checkpoint_dir=tmp_path / "b")
     assert len(resumed.history) == 2
-    for left, right in zip(straight.history, resumed.history, strict=True):
+    assert_same_training(
+        (straight.history, straight.model.state_dict()),
+        (resumed.history, resumed.model.state_dict()),
+    )
+
+
+def assert_same_training(
+    expected: tuple[list[dict[str, float]], dict[str, torch.Tensor]],
+    actual: tuple[list[dict[str, float]], dict[str, torch.Tensor]],
+) -> None:
+    """Same (history, weights) to float precision: what a resumed run must end with."""
+    for left, right in zip(expected[0], actual[0], strict=True):
         for key in ("loss/total", "val/map@10", "val/recall@10"):
             assert left[key] == pytest.approx(right[key], abs=1e-6), key
-    for name, value in straight.model.state_dict().items():
-        assert torch.allclose(value, resumed.model.state_dict()[name], atol=1e-6), name
+    for name, value in expected[1].items():
+        assert torch.allclose(value, actual[1][name], atol=1e-6), name
 
 
 def test_training_lowers_the_loss_and_embeds_cold_start_items(
