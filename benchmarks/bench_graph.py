@@ -54,11 +54,11 @@ def _build(folder: str, database: str) -> dict[str, Any]:
         "nodes": int(sum(data[t].num_nodes for t in data.node_types)),
         "edges": int(sum(data[t].edge_index.shape[1] for t in data.edge_types)),
         "save_s": round(time.perf_counter() - started, 2),
-        **_sampler_throughput(graph),
+        **sampler_throughput(graph),
     }
 
 
-def _sampler_throughput(graph: Any, seeds: int = 4096, batch: int = 512) -> dict[str, float]:
+def sampler_throughput(graph: Any, seeds: int = 4096, batch: int = 512) -> dict[str, float]:
     """Temporal 2-hop [10, 5] sampling on the real graph: users and items of random target events,
     each at its event's time (what training does)."""
     import torch

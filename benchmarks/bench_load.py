@@ -41,7 +41,7 @@ def _plain_import(folder: str, database: str) -> dict[str, Any]:
     return {"rows": rows}
 
 
-def _contract_load(folder: str, database: str) -> dict[str, Any]:
+def contract_load(folder: str, database: str) -> dict[str, Any]:
     from hier_pipeline.dataset import load_dataset, parse_dataset
 
     report = load_dataset(parse_dataset(folder), Path(database))
@@ -72,7 +72,7 @@ def main() -> int:
     arguments = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-load-") as scratch:
         baseline = measure(_plain_import, arguments.dataset, Path(scratch) / "plain.duckdb")
-        load = measure(_contract_load, arguments.dataset, Path(scratch) / "loaded.duckdb")
+        load = measure(contract_load, arguments.dataset, Path(scratch) / "loaded.duckdb")
         checks = (
             None
             if arguments.skip_checks
