@@ -1,0 +1,153 @@
+"""The scale benchmark's tables: per stage and dataset, how it grows with events, and the peers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+# stage -> what its throughput counts
+STAGES = {
+    "generate": "rows generated",
+    "load": "rows loaded",
+    "graph": "nodes+edges built",
+    "texts": "texts embedded",
+    "images": "images embedded",
+    "sample": "seeds sampled",
+    "train": "training edges",
+    "infer": "entities embedded",
+    "hierarchy": "items clustered",
+    "tokens": "tokens assigned",
+}
+METRICS = ("wall_s", "cpu_s", "peak_rss_gb", "per_s", "per_cpu_s")
+
+
+def summarise(row: dict[str, Any]) -> dict[str, Any]:
+    """A step's result with its throughput; a sampled images step extrapolated to all images
+    (the encoder's cost per image does not depend on the world: a straight line is fair)."""
+    out = dict(
+        row,
+        per_s=row["count"] / row["work_s"] if row["work_s"] else float("nan"),
+        per_cpu_s=row["count"] / row["work_cpu_s"] if row["work_cpu_s"] else float("nan"),
+    )
+    if row.get("sampled"):
+        factor = row["with_image"] / row["sampled"]
+        out |= {"wall_s": row["wall_s"] * factor, "cpu_s": row["cpu_s"] * factor}
+        out["extrapolated"] = True
+    return out
+
+
+def slopes(runs: dict[str, dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """Per stage and metric, the slope of log(metric) on log(events) over the synthetic scales
+    measured in full (1: linear in events, 0: flat); None with fewer than two such scales."""
+    out: dict[str, dict[str, float | None]] = {}
+    for stage in STAGES:
+        measured = [
+            (run["stages"]["graph"]["events"], summarise(run["stages"][stage]))
+            for run in runs.values()
+            if run["scale"] and {"graph", stage} <= run["stages"].keys()
+        ]
+        measured = [(e, row) for e, row in measured if not row.get("extrapolated")]
+        out[stage] = {
+            metric: _slope([e for e, _ in measured], [row[metric] for _, row in measured])
+            for metric in METRICS
+        }
+    return out
+
+
+def _slope(x: list[float], y: list[float]) -> float | None:
+    if len(x) < 2 or min(y) <= 0:
+        return None
+    return round(float(np.polyfit(np.log(x), np.log(y), 1)[0]), 2)
+
+
+def markdown(results: dict[str, Any]) -> str:
+    runs = results["runs"]
+    lines = [
+        f"Scale benchmark, {results['date']}, commit {results['commit']}: {results['machine']}. "
+        "Each stage runs in a fresh process that reads what the stage before it wrote (as an "
+        "asset does); wall and CPU time are that process's, imports excluded; throughput is "
+        "over the stage's own work (train: the optimisation steps, setup excluded), per second "
+        "of wall time and per second of the process's CPU time (the steadier of the two when "
+        "other processes share the core: see the load averages in scale.json). "
+        f"Every process starts at {_baseline(runs)} GB resident (imports alone). "
+        f"Training: {results['train_steps']} steps of {results['batch_size']} positives. "
+        "`~`: images embedded for a sample, time extrapolated to all of them.",
+        "",
+        "| stage | dataset | events | wall s | CPU s | peak RSS GB | throughput /s | per CPU s |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for stage, unit in STAGES.items():
+        for name, run in runs.items():
+            if not {"graph", stage} <= run["stages"].keys():
+                continue
+            row = summarise(run["stages"][stage])
+            mark = "~" if row.get("extrapolated") else ""
+            lines.append(
+                f"| {stage} | {name} | {run['stages']['graph']['events']:,} "
+                f"| {mark}{row['wall_s']:,.1f} | {mark}{row['cpu_s']:,.1f} "
+                f"| {row['peak_rss_gb']:.2f} | {row['per_s']:,.0f} {unit} "
+                f"| {row['per_cpu_s']:,.0f} |"
+            )
+    lines += [
+        "",
+        "Growth with scale: slope of log(metric) on log(events) over the synthetic scales "
+        "(1 = linear, 0 = flat; train runs a fixed number of steps, so its wall should be flat).",
+        "",
+        "| stage | wall | CPU | peak RSS | throughput | per CPU s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for stage, row in results["slopes"].items():
+        cells = " | ".join("-" if row[m] is None else f"{row[m]:.2f}" for m in METRICS)
+        lines.append(f"| {stage} | {cells} |")
+    lines += ["", *_peers(results["peers"])]
+    return "\n".join(lines) + "\n"
+
+
+def peer_ratios(run: dict[str, Any]) -> dict[str, float]:
+    """Ours against the peers measured in the same run on the same data ({} if one is missing).
+    An epoch is one pass over each model's own training set: our and HGTConv's events before t1
+    (extrapolated from the fixed steps), LightGCN's distinct (user, item) pairs (measured)."""
+    s = run["stages"]
+    if not {"train", "hgt", "lightgcn", "text_peer"} <= s.keys():
+        return {}
+    ours, hgt, text = s["train"], s["hgt"], s["text_peer"]
+    return {
+        "ours_s_per_step": ours["seconds_per_step"],
+        "hgt_s_per_step": hgt["seconds_per_step"],
+        "ours_over_hgt_step": round(ours["seconds_per_step"] / hgt["seconds_per_step"], 3),
+        "ours_epoch_s": ours["epoch_s"],
+        "hgt_epoch_s": hgt["epoch_s"],
+        "lightgcn_epoch_s": s["lightgcn"]["epoch_s"],
+        "ours_texts_per_s": text["ours_per_s"],
+        "st_texts_per_s": text["sentence_transformers_per_s"],
+        "ours_over_st_texts": round(text["ours_per_s"] / text["sentence_transformers_per_s"], 3),
+    }
+
+
+def _baseline(runs: dict[str, dict[str, Any]]) -> str:
+    rss = [r["stages"]["imports_only"]["peak_rss_gb"] for r in runs.values() if r["stages"]]
+    return f"{min(rss):.2f}" if rss else "?"
+
+
+def _peers(peers: dict[str, dict[str, float]]) -> list[str]:
+    lines = [
+        "Peers, same run and data: s/step and epoch (one pass over the training events before "
+        "t1, from the fixed steps) of ours and PyG HGTConv; PyG LightGCN's epoch (one pass over "
+        "the distinct training (user, item) pairs, measured); texts/s of our encoder and "
+        "`SentenceTransformer.encode` with its defaults, same model, on the dataset's item texts.",
+        "",
+        "| dataset | ours s/step | HGTConv s/step | ours / HGTConv | ours epoch s | "
+        "HGTConv epoch s | LightGCN epoch s | ours texts/s | ST texts/s | ours / ST |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, p in peers.items():
+        if p:
+            lines.append(
+                f"| {name} | {p['ours_s_per_step']:.2f} | {p['hgt_s_per_step']:.2f} "
+                f"| {p['ours_over_hgt_step']:.2f} | {p['ours_epoch_s']:,.0f} "
+                f"| {p['hgt_epoch_s']:,.0f} | {p['lightgcn_epoch_s']:,.1f} "
+                f"| {p['ours_texts_per_s']:,.0f} | {p['st_texts_per_s']:,.0f} "
+                f"| {p['ours_over_st_texts']:.2f} |"
+            )
+    return lines
