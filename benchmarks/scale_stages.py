@@ -51,7 +51,7 @@ from hier_pipeline.synthetic import SyntheticConfig, generate_world
 DATABASE, GRAPH, CONTENT = "raw.duckdb", "graph.pt", "content.pt"
 MODEL, EMBEDDINGS, INTERESTS = "model.pt", "embeddings.pt", "interests"
 SAMPLER_SEEDS = 4096  # per seed type
-PEER_TEXTS = 2000  # texts each encoder gets per round in the sentence-transformers comparison
+PEER_TEXTS = 1000  # texts each encoder gets per round in the sentence-transformers comparison
 
 
 class Clock:
