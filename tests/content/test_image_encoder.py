@@ -51,6 +51,24 @@ def test_features_are_1280d_unit_norm_and_deterministic(encoder: ImageEncoder) -
     np.testing.assert_allclose(first.vectors[0], again.vectors[0], atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    ("size", "side"), [((64, 64), 128), ((5, 7), 64), ((100, 300), 224), ((640, 427), 224)]
+)
+def test_small_images_are_upsampled_at_most_twice(size: tuple[int, int], side: int) -> None:
+    assert load_image(png_bytes(Image.new("RGB", size, (10, 200, 30)))).shape == (3, side, side)
+
+
+def test_a_batch_of_mixed_sizes_encodes_each_image_as_alone(encoder: ImageEncoder) -> None:
+    photo = (SAMPLE_IMAGES / "flower.jpg").read_bytes()
+    thumbnail = png_bytes(Image.open(SAMPLE_IMAGES / "china.jpg").resize((64, 48)))
+    mixed = encoder.encode_items([thumbnail, photo, thumbnail])
+    assert mixed.ok.all()
+    for row, item in ((0, thumbnail), (1, photo)):
+        alone = encoder.encode_items([item]).vectors[0]
+        np.testing.assert_allclose(mixed.vectors[row], alone, atol=1e-5)
+    assert not np.allclose(mixed.vectors[0], mixed.vectors[1], atol=1e-2)
+
+
 def test_odd_modes_and_sizes_are_accepted(encoder: ImageEncoder) -> None:
     cutout = Image.new("RGBA", (300, 120), (0, 0, 0, 0))
     cutout.paste((200, 30, 30, 255), (100, 20, 200, 100))
