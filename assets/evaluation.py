@@ -17,7 +17,7 @@ from assets.model import TrainingConfig
 from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY
-from hier_pipeline.evaluation.baselines.evaluate import BASELINES
+from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELINES
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
@@ -40,7 +40,9 @@ class EvaluationConfig(TrainingConfig):
         f"{CONTENT_ONLY} trains a model of its own (as long as interest_model's fit)",
     )
     baselines: list[str] = Field(
-        default_factory=lambda: list(BASELINES), description="baselines to tune, refit and score"
+        default_factory=lambda: list(QUICK_BASELINES),
+        description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default "
+        "leaves out the trained ones (minutes per fit; `hier evaluate` runs all)",
     )
     max_users: int = Field(default=1000, description="evaluated users (a fixed random subset)")
     baseline_steps: int = Field(
