@@ -1,5 +1,6 @@
 """Stage 3, model: the trained interest model and the universal entity embeddings it infers."""
 
+import shutil
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -90,6 +91,7 @@ def interest_model(
     from hier_pipeline.evaluation.plots import training_curves
     from hier_pipeline.evaluation.window import target_window
     from hier_pipeline.model.artifact import save_model
+    from hier_pipeline.model.checkpoint import resume_key
     from hier_pipeline.model.serving import register_model
     from hier_pipeline.model.train import train_model
     from hier_pipeline.tracking import flatten_params
@@ -98,20 +100,18 @@ def interest_model(
     core = config.to_core()
     graph, content = relational_graph.load(), content_embeddings.load()
     split = relational_graph.split
+    params = flatten_params(asdict(core))
+    checkpoints = storage.folder(
+        "checkpoints",
+        spec.name,
+        resume_key(params, [relational_graph.path, content_embeddings.path]),
+    )
     with mlflow.run(
         "interest_model",
         tags={"dataset": spec.name, "dagster_run_id": context.run_id},
-        params=flatten_params(asdict(core)),
+        params=params,
     ) as run:
-        result = train_model(
-            graph,
-            content,
-            split,
-            core,
-            run,
-            storage.folder("checkpoints", spec.name, run.run_id),
-            context.log.info,
-        )
+        result = train_model(graph, content, split, core, run, checkpoints, context.log.info)
         window = target_window(graph, split.t1, split.t2, core.max_eval_users, core.seed)
         popularity = popularity_metrics(graph, window, split.t1, core.eval_k)
         best = result.history[result.best_epoch]
@@ -128,6 +128,9 @@ def interest_model(
             core.fanouts,
             core.model.dim,
         )
+    # Recovery points are for a killed run only: kept, the next materialisation with the same
+    # config would restore the finished state instead of training.
+    shutil.rmtree(checkpoints, ignore_errors=True)
     metrics = {k: v for k, v in best.items() if k.startswith("val/")}
     history = markdown_table(
         ["epoch", "total loss", "val MAP@10", "val recall@10", "seconds"],

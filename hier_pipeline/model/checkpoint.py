@@ -7,6 +7,9 @@ previous checkpoint.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +39,15 @@ def _generators(trainer: Trainer) -> dict[str, Any]:
         "examples": trainer.examples.rng.bit_generator,
         "sampler": trainer.sampler.rng.bit_generator,
     }
+
+
+def resume_key(params: Mapping[str, object], inputs: Sequence[Path]) -> str:
+    """The checkpoint folder name of a training: the same config on the same input files gives
+    the same key, so a killed run's rerun finds its checkpoint (a tracking run id is new every
+    time); an input rewritten since (new size or modification time) starts afresh."""
+    stamps = {str(path): [path.stat().st_size, path.stat().st_mtime_ns] for path in inputs}
+    text = json.dumps({"params": {str(k): str(v) for k, v in params.items()}, "inputs": stamps})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
 def save_checkpoint(
