@@ -135,8 +135,9 @@ def _peers(peers: dict[str, dict[str, float]]) -> list[str]:
     lines = [
         "Peers, same run and data: s/step and epoch (one pass over the training events before "
         "t1, from the fixed steps) of ours and PyG HGTConv; PyG LightGCN's epoch (one pass over "
-        "the distinct training (user, item) pairs; `~`: extrapolated from its first 40 steps); texts/s of our encoder and "
-        "`SentenceTransformer.encode` with its defaults, same model, on the dataset's item texts.",
+        "the distinct training (user, item) pairs; `~`: extrapolated from its first 40 steps); "
+        "texts/s of our encoder and `SentenceTransformer.encode` with its defaults, same model, "
+        "on the dataset's item texts.",
         "",
         "| dataset | ours s/step | HGTConv s/step | ours / HGTConv | ours epoch s | "
         "HGTConv epoch s | LightGCN epoch s | ours texts/s | ST texts/s | ours / ST |",
