@@ -24,7 +24,7 @@ $(DAGSTER_HOME)/dagster.yaml: dagster.yaml
 	ln -sf ../dagster.yaml $@
 
 demo: install $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/dagster asset materialize --select 'not group:arrivals' -m assets.definitions
+	$(BIN)/dagster asset materialize --select 'not group:arrivals' -m assets.definitions -c config/demo.yaml
 	$(BIN)/hier where
 
 test: install
