@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 def test_dagster_cli_materialises_raw_tables_into_a_persistent_instance(
     synthetic_world: Path, tmp_path: Path
 ) -> None:
+    """With `make demo`'s run config (config/demo.yaml: every step in one process)."""
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((REPO / "dagster.yaml").read_text())
@@ -34,6 +35,8 @@ def test_dagster_cli_materialises_raw_tables_into_a_persistent_instance(
             "raw_tables",
             "-m",
             "assets.definitions",
+            "-c",
+            "config/demo.yaml",
         ],
         cwd=REPO,
         env=environment,
@@ -43,6 +46,7 @@ def test_dagster_cli_materialises_raw_tables_into_a_persistent_instance(
         check=False,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert "Executing steps in process" in result.stderr, result.stderr[-3000:]
     assert (tmp_path / "hier" / "warehouse" / "synthetic_ads.duckdb").is_file()
     where = subprocess.run(
         [str(dagster.with_name("hier")), "where"],
