@@ -149,8 +149,10 @@ def foreign_key_edges(
     column: str,
     target: str,
     columns: dict[str, dict[str, str]],
+    first_row: int = 0,
 ) -> torch.Tensor:
-    """[2, E] child node -> parent node, one edge per non-null foreign key value."""
+    """[2, E] child node -> parent node, one edge per non-null foreign key value of the child
+    nodes from `first_row` on (a batch's rows: the earlier ones' edges are already there)."""
     key = spec.tables[target].primary_key
     assert key is not None
     child, parent = quote(column), quote(key)
@@ -161,7 +163,8 @@ def foreign_key_edges(
               (SELECT row_number() OVER (ORDER BY __row) - 1 AS i, {child} AS k FROM raw.{quote(table)}) AS c
             JOIN
               (SELECT row_number() OVER (ORDER BY __row) - 1 AS i, {parent} AS k FROM raw.{quote(target)}) AS p
-            ON c.k = p.k ORDER BY c.i"""
+            ON c.k = p.k WHERE c.i >= ? ORDER BY c.i""",
+        [first_row],
     ).fetchnumpy()
     source, destination = (np.asarray(v, dtype=np.int64) for v in result.values())
     return torch.from_numpy(np.stack([source, destination]))

@@ -4,9 +4,9 @@ The batch's rows are appended as new nodes after the dataset's (node indices of 
 never move, so the model, the embeddings and the tokens keep pointing at the same entities), with
 the same column encoders, foreign-key edges and `engaged` edges as `graph/build.py` gives them:
 the builder's own functions run over views that put the batch's rows after the warehouse's.
-Features of a touched table are encoded over both (the normalisation sees the batch too, a shift
-of a batch's share) and only the batch's rows are kept. Content is embedded for the batch's rows
-only, through the content-hash cache.
+Features of a touched table are normalised with statistics over both (as a full build would: a
+shift of a batch's share) and only the batch's rows are encoded. Content is embedded for the
+batch's rows only, through the content-hash cache.
 """
 
 from __future__ import annotations
@@ -70,6 +70,7 @@ def extend_graph(
     data = copy.copy(graph.data)
     metadata = replace(graph.metadata, event_tables=[])
     new_nodes: dict[str, Tensor] = {}
+    before_batch: dict[str, int] = {}  # table -> its nodes before the batch's
     with _attached(warehouse, batch_database) as connection:
         _union_views(connection, spec, touched)
         columns = {
@@ -81,7 +82,7 @@ def extend_graph(
         }
         for name, added in touched.items():
             table, store = spec.tables[name], data[name]
-            before = int(store.num_nodes)
+            before = before_batch[name] = int(store.num_nodes)
             rows = before + added
             features = encode_table(
                 connection,
@@ -90,23 +91,27 @@ def extend_graph(
                 table.time,
                 rows,
                 config.features,
+                first_row=before,
             )
-            store.x_num = torch.cat([store.x_num, torch.from_numpy(features.x_num[before:])])
-            store.x_cat = torch.cat([store.x_cat, torch.from_numpy(features.x_cat[before:])])
-            order = f"SELECT __row FROM raw.{quote(name)} ORDER BY __row"
-            store.row = torch.cat([store.row, fetch_int64(connection, order)[before:]])
+            store.x_num = torch.cat([store.x_num, torch.from_numpy(features.x_num)])
+            store.x_cat = torch.cat([store.x_cat, torch.from_numpy(features.x_cat)])
+            order = f"SELECT __row FROM raw.{quote(name)} ORDER BY __row OFFSET {before}"
+            store.row = torch.cat([store.row, fetch_int64(connection, order)])
             time = read_node_time(connection, name, has_time=table.time is not None)
             store.time = torch.cat([store.time, time[before:]])
             store.num_nodes = rows
             new_nodes[name] = torch.arange(before, rows)
-        for name in touched:
+        for name in touched:  # the batch's rows only reference rows before them, or each other
             for column, target in spec.tables[name].foreign_keys.items():
-                edge_index = foreign_key_edges(connection, spec, name, column, target, columns)
-                edge_time = data[name].time[edge_index[0]]
-                data[name, column, target].edge_index = edge_index
-                data[name, column, target].edge_time = edge_time
-                data[target, f"rev_{column}", name].edge_index = edge_index.flip(0)
-                data[target, f"rev_{column}", name].edge_time = edge_time
+                new_edges = foreign_key_edges(
+                    connection, spec, name, column, target, columns, first_row=before_batch[name]
+                )
+                forward, backward = data[name, column, target], data[target, f"rev_{column}", name]
+                edge_time = data[name].time[new_edges[0]]
+                forward.edge_index = torch.cat([forward.edge_index, new_edges], dim=1)
+                forward.edge_time = torch.cat([forward.edge_time, edge_time])
+                backward.edge_index = torch.cat([backward.edge_index, new_edges.flip(0)], dim=1)
+                backward.edge_time = torch.cat([backward.edge_time, edge_time])
         events = {v.table for v in (*spec.funnel, *spec.negative_feedback)}
         if events & set(touched):
             add_engagements(spec, connection, data, metadata)
