@@ -46,8 +46,8 @@ def encode_table(
 ) -> TableFeatures:
     """Encode one table's feature columns, rows ordered by `__row` (the node order), from node
     `first_row` on: the rows before it shape the normalisation and which missing flags exist, as
-    in a full encoding, but are not transformed (a batch appended to a 20M-row table costs a
-    pass over one column at a time, not the whole encoding)."""
+    in a full encoding, but are not encoded (a batch appended to a 20M-row table pays for the
+    statistics, not for encoding every row)."""
     plans = [plan for plan in plans if plan.kind in ("numeric", "timestamp", "categorical")]
     kept = rows - first_row
     if not plans:
