@@ -4,19 +4,22 @@ the peers run on the same data in the same run (PyG HGTConv, PyG LightGCN, sente
 
     OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 taskset -c 1 .venv/bin/python benchmarks/bench_scale.py \
         [--scales 1,4,16] [--completejourney DIR] [--train-steps 20] [--max-images N] \
-        [--work /tmp/bench_scale] [--out benchmarks/results]
+        [--work /tmp/bench_scale] [--out benchmarks/results] [--add]
 
 Each stage runs in a fresh process (`harness.measure`) reading what the stage before it wrote to
 the work folder, with a fresh content cache per dataset. Training runs a fixed number of steps:
 its throughput is training edges/s, not time to converge. `--max-images` embeds only that many
 images where a dataset has more and extrapolates the time (the later stages then train on text
-vectors only). Writes scale.json and scale.md to `--out` and prints the markdown.
+vectors only). Writes scale.json and scale.md to `--out` and prints the markdown. `--add` keeps
+the runs already in `--out`'s scale.json for datasets not measured now, e.g. Complete Journey run
+on its own beside the synthetic scales; every run records its own date and commit.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import shutil
@@ -43,6 +46,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads per stage")
     parser.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) / "bench_scale")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--add", action="store_true", help="keep the other datasets' runs")
     arguments = parser.parse_args()
     datasets: dict[str, tuple[Path, float | None]] = {
         f"synthetic x{float(s):g}": (arguments.work / f"x{float(s):g}" / "world", float(s))
@@ -58,13 +62,14 @@ def main() -> int:
         "train_steps": arguments.train_steps,
         "batch_size": TrainConfig().batch_size,
         "max_images": arguments.max_images,
-        "runs": {},
+        "runs": _earlier_runs(arguments.out) if arguments.add else {},
     }
     for name, (folder, scale) in datasets.items():
         work = arguments.work / name.replace(" ", "_") / "run"
         shutil.rmtree(work, ignore_errors=True)  # an empty content cache: everything embedded
         work.mkdir(parents=True)
-        results["runs"][name] = run_dataset(name, folder, work, scale, arguments)
+        run = run_dataset(name, folder, work, scale, arguments)
+        results["runs"][name] = run | {"date": results["date"], "commit": results["commit"]}
         results["slopes"] = slopes(results["runs"])
         results["peers"] = {n: peer_ratios(r) for n, r in results["runs"].items()}
         write_results("scale", results, arguments.out)  # after each dataset: a crash keeps them
@@ -72,6 +77,14 @@ def main() -> int:
     (arguments.out / "scale.md").write_text(table)
     print(table)
     return 0
+
+
+def _earlier_runs(out: Path) -> dict[str, Any]:
+    """The runs of `out/scale.json`, each stamped with its run's date and commit if it is not."""
+    earlier = json.loads((out / "scale.json").read_text())
+    stamp = {"date": earlier["date"], "commit": earlier["commit"]}
+    runs: dict[str, Any] = {name: stamp | run for name, run in earlier["runs"].items()}
+    return runs
 
 
 def run_dataset(

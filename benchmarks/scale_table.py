@@ -73,6 +73,7 @@ def markdown(results: dict[str, Any]) -> str:
         f"Every process starts at {_baseline(runs)} GB resident (imports alone). "
         f"Training: {results['train_steps']} steps of {results['batch_size']} positives. "
         "`~`: images embedded for a sample, time extrapolated to all of them.",
+        *_other_provenance(results),
         "",
         "| stage | dataset | events | wall s | CPU s | peak RSS GB | throughput /s | per CPU s |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
@@ -102,6 +103,16 @@ def markdown(results: dict[str, Any]) -> str:
         lines.append(f"| {stage} | {cells} |")
     lines += ["", *_peers(results["peers"])]
     return "\n".join(lines) + "\n"
+
+
+def _other_provenance(results: dict[str, Any]) -> list[str]:
+    """A line per dataset measured in another run (`bench_scale.py --add`)."""
+    lines = [
+        f"`{name}` was measured in another run: {run['date']}, commit {run['commit']}."
+        for name, run in results["runs"].items()
+        if run.get("commit", results["commit"]) != results["commit"]
+    ]
+    return ["", *lines] if lines else []
 
 
 def peer_ratios(run: dict[str, Any]) -> dict[str, float]:
