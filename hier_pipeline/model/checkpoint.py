@@ -7,8 +7,6 @@ previous checkpoint.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +16,7 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.atomic import atomic_path
+from hier_pipeline.tracking import config_hash
 
 if TYPE_CHECKING:
     from hier_pipeline.model.train import Trainer
@@ -45,9 +44,8 @@ def resume_key(params: Mapping[str, object], inputs: Sequence[Path]) -> str:
     """The checkpoint folder name of a training: the same config on the same input files gives
     the same key, so a killed run's rerun finds its checkpoint (a tracking run id is new every
     time); an input rewritten since (new size or modification time) starts afresh."""
-    stamps = {str(path): [path.stat().st_size, path.stat().st_mtime_ns] for path in inputs}
-    text = json.dumps({"params": {str(k): str(v) for k, v in params.items()}, "inputs": stamps})
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    stamps = {str(path): (path.stat().st_size, path.stat().st_mtime_ns) for path in inputs}
+    return config_hash({**params, "inputs": stamps})
 
 
 def save_checkpoint(
