@@ -13,8 +13,6 @@ busy wait serialises their short metric writes.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import socket
 import subprocess
@@ -27,6 +25,7 @@ from urllib.parse import urlsplit
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
+from hier_pipeline.config_hash import config_hash
 from hier_pipeline.dataset.lock import exclusive_lock
 
 CONNECT_TIMEOUT_SECONDS = 5.0
@@ -72,13 +71,6 @@ def flatten_params(values: Mapping[str, object], prefix: str = "") -> dict[str, 
         else:
             flat[f"{prefix}{key}"] = value
     return flat
-
-
-def config_hash(params: Mapping[str, object]) -> str:
-    """12 hex digits of the params: runs with the same config share it, so the MLflow UI can
-    filter (`tags.config_hash = '...'`) and tell reruns from real changes."""
-    text = json.dumps({str(k): str(v) for k, v in params.items()}, sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def git_commit() -> str | None:

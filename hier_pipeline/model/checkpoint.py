@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.atomic import atomic_path
-from hier_pipeline.tracking import config_hash
+from hier_pipeline.config_hash import config_hash
 
 if TYPE_CHECKING:
     from hier_pipeline.model.train import Trainer

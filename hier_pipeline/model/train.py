@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import torch
@@ -41,7 +41,9 @@ from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
 from hier_pipeline.model.network import InterestModel, ModelConfig
-from hier_pipeline.tracking import TrackedRun
+
+if TYPE_CHECKING:
+    from hier_pipeline.tracking import TrackedRun
 
 
 @dataclass(frozen=True)
