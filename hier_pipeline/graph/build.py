@@ -22,7 +22,7 @@ from hier_pipeline.dataset.rules import needs_text_cast
 from hier_pipeline.dataset.spec import DatasetSpec, EventView
 from hier_pipeline.dataset.sql import count_rows, open_database, predicate, quote
 from hier_pipeline.graph.columns import plan_columns
-from hier_pipeline.graph.features import FeatureConfig, encode_table
+from hier_pipeline.graph.features import FeatureConfig, Statistics, encode_table
 
 NEVER = torch.iinfo(torch.int64).min  # the time of something known since always
 ENGAGED = "engaged"
@@ -49,6 +49,8 @@ class GraphMetadata:
     num_features: dict[str, list[str]] = field(default_factory=dict)
     cat_features: dict[str, list[str]] = field(default_factory=dict)
     hash_buckets: int = 1 << 16
+    # table -> what normalised its columns, so that rows added later are encoded alike
+    feature_statistics: dict[str, Statistics] = field(default_factory=dict)
 
     @property
     def engaged(self) -> tuple[str, str, str]:
@@ -94,16 +96,15 @@ def _build(
         for table in spec.tables
     }
     for table in spec.tables.values():
-        rows = count_rows(connection, f"raw.{quote(table.name)}")
+        relation = f"raw.{quote(table.name)}"
+        rows = count_rows(connection, relation)
         store = data[table.name]
         store.num_nodes = rows
-        store.row = fetch_int64(
-            connection, f"SELECT __row FROM raw.{quote(table.name)} ORDER BY __row"
-        )
-        store.time = read_node_time(connection, table.name, has_time=table.time is not None)
+        store.row = fetch_int64(connection, f"SELECT __row FROM {relation} ORDER BY __row")
+        store.time = read_node_time(connection, relation, has_time=table.time is not None)
         features = encode_table(
             connection,
-            table.name,
+            relation,
             plan_columns(table, columns[table.name]),
             table.time,
             rows,
@@ -113,6 +114,7 @@ def _build(
         store.x_cat = torch.from_numpy(features.x_cat)
         metadata.num_features[table.name] = features.num_names
         metadata.cat_features[table.name] = features.cat_names
+        metadata.feature_statistics[table.name] = features.statistics
     for table in spec.tables.values():
         for column, target in table.foreign_keys.items():
             edge_index = foreign_key_edges(connection, spec, table.name, column, target, columns)
@@ -121,6 +123,7 @@ def _build(
             data[table.name, column, target].edge_time = edge_time
             data[target, f"rev_{column}", table.name].edge_index = edge_index.flip(0)
             data[target, f"rev_{column}", table.name].edge_time = edge_time
+    metadata.event_tables = list(event_views(spec))
     add_engagements(spec, connection, data, metadata)
     return RelationalGraph(data, metadata)
 
@@ -131,14 +134,13 @@ def fetch_int64(connection: duckdb.DuckDBPyConnection, sql: str) -> torch.Tensor
 
 
 def read_node_time(
-    connection: duckdb.DuckDBPyConnection, table: str, *, has_time: bool
+    connection: duckdb.DuckDBPyConnection, relation: str, *, has_time: bool
 ) -> torch.Tensor:
     if not has_time:
-        rows = count_rows(connection, f"raw.{quote(table)}")
-        return torch.full((rows,), NEVER, dtype=torch.int64)
+        return torch.full((count_rows(connection, relation),), NEVER, dtype=torch.int64)
     return fetch_int64(
         connection,
-        f"SELECT coalesce(CAST(epoch(__time) AS BIGINT), {NEVER}) FROM raw.{quote(table)} ORDER BY __row",
+        f"SELECT coalesce(CAST(epoch(__time) AS BIGINT), {NEVER}) FROM {relation} ORDER BY __row",
     )
 
 
@@ -149,10 +151,12 @@ def foreign_key_edges(
     column: str,
     target: str,
     columns: dict[str, dict[str, str]],
-    first_row: int = 0,
+    schema: str = "raw",
+    first_node: int = 0,
 ) -> torch.Tensor:
-    """[2, E] child node -> parent node, one edge per non-null foreign key value of the child
-    nodes from `first_row` on (a batch's rows: the earlier ones' edges are already there)."""
+    """[2, E] child node -> parent node, one edge per non-null foreign key value of the rows of
+    `schema.table`, numbered in `__row` order from `first_node` (a batch's rows, numbered after
+    the dataset's, have a schema of their own); parents are looked up among all rows (`raw`)."""
     key = spec.tables[target].primary_key
     assert key is not None
     child, parent = quote(column), quote(key)
@@ -160,24 +164,31 @@ def foreign_key_edges(
         child, parent = f"CAST({child} AS VARCHAR)", f"CAST({parent} AS VARCHAR)"
     result = connection.execute(
         f"""SELECT c.i, p.i FROM
-              (SELECT row_number() OVER (ORDER BY __row) - 1 AS i, {child} AS k FROM raw.{quote(table)}) AS c
+              (SELECT row_number() OVER (ORDER BY __row) - 1 + ? AS i, {child} AS k
+               FROM {schema}.{quote(table)}) AS c
             JOIN
-              (SELECT row_number() OVER (ORDER BY __row) - 1 AS i, {parent} AS k FROM raw.{quote(target)}) AS p
-            ON c.k = p.k WHERE c.i >= ? ORDER BY c.i""",
-        [first_row],
+              (SELECT row_number() OVER (ORDER BY __row) - 1 AS i, {parent} AS k
+               FROM raw.{quote(target)}) AS p
+            ON c.k = p.k ORDER BY c.i""",
+        [first_node],
     ).fetchnumpy()
     source, destination = (np.asarray(v, dtype=np.int64) for v in result.values())
     return torch.from_numpy(np.stack([source, destination]))
 
 
-def _matching_nodes(connection: duckdb.DuckDBPyConnection, view: EventView) -> np.ndarray:
-    """Node indices of the event table's rows that satisfy the view's `where`."""
-    relation = connection.sql(
-        f"SELECT row_number() OVER (ORDER BY __row) - 1 AS i, * FROM raw.{quote(view.table)}"
-    )
-    if view.where is not None:
-        relation = relation.filter(predicate(view.where, table=view.table))
-    return np.asarray(next(iter(relation.select("i").fetchnumpy().values())), dtype=np.int64)
+def event_views(spec: DatasetSpec) -> dict[str, list[tuple[int, EventView]]]:
+    """Event table -> its funnel stages (by index) and negative feedback views (`NO_STAGE`), in
+    the order `edge_source` of the `engaged` edges numbers the tables."""
+    views: dict[str, list[tuple[int, EventView]]] = {}
+    for index, view in [*enumerate(spec.funnel), *((NO_STAGE, v) for v in spec.negative_feedback)]:
+        views.setdefault(view.table, []).append((index, view))
+    for table, table_views in views.items():
+        columns = {(v.user, v.item) for _, v in table_views}
+        if len(columns) > 1:
+            raise DatasetError(
+                "all event views of one table must use the same user and item columns", table=table
+            )
+    return views
 
 
 def add_engagements(
@@ -185,61 +196,99 @@ def add_engagements(
     connection: duckdb.DuckDBPyConnection,
     data: HeteroData,
     metadata: GraphMetadata,
+    schema: str = "raw",
+    first_nodes: dict[str, int] | None = None,
 ) -> None:
-    """Stage and negative flags on event-table nodes, and the direct user -> item `engaged` edges."""
-    views: dict[str, list[tuple[int, EventView]]] = {}
-    for index, view in [*enumerate(spec.funnel), *((NO_STAGE, v) for v in spec.negative_feedback)]:
-        views.setdefault(view.table, []).append((index, view))
-    parts: list[dict[str, torch.Tensor]] = []
-    for source_index, (table, table_views) in enumerate(views.items()):
-        metadata.event_tables.append(table)
-        user_column, item_column = table_views[0][1].user, table_views[0][1].item
-        if any((v.user, v.item) != (user_column, item_column) for _, v in table_views):
-            raise DatasetError(
-                "all event views of one table must use the same user and item columns", table=table
-            )
-        rows = int(data[table].num_nodes)
+    """Stage and negative flags on event-table nodes, and the direct user -> item `engaged` edges,
+    for the rows of `schema`: every row; or a batch's (`first_nodes`: event table -> the node its
+    rows start at), whose flags and edges are added to those already there."""
+    parts: dict[int, dict[str, torch.Tensor]] = {}
+    for source, (table, table_views) in enumerate(event_views(spec).items()):
+        if first_nodes is not None and table not in first_nodes:
+            continue
+        first = (first_nodes or {}).get(table, 0)
+        rows = int(data[table].num_nodes) - first
         stage = torch.full((rows,), NO_STAGE, dtype=torch.int64)
         negative = torch.zeros(rows, dtype=torch.bool)
         for index, view in table_views:
-            matching = torch.from_numpy(_matching_nodes(connection, view))
+            matching = torch.from_numpy(_matching_nodes(connection, view, schema))
             if index == NO_STAGE:
                 negative[matching] = True
             else:
                 stage[matching] = torch.clamp(stage[matching], min=index)
-        data[table].stage, data[table].negative = stage, negative
-        user = _parent_of(data, (table, user_column, spec.roles.user), rows)
-        item = _parent_of(data, (table, item_column, spec.roles.item), rows)
+        store = data[table]
+        store.stage = torch.cat([store.stage[:first], stage]) if first else stage
+        store.negative = torch.cat([store.negative[:first], negative]) if first else negative
+        view = table_views[0][1]
+        user = _parent_of(data, (table, view.user, spec.roles.user), first, rows)
+        item = _parent_of(data, (table, view.item, spec.roles.item), first, rows)
         keep = ((stage != NO_STAGE) | negative) & (user >= 0) & (item >= 0)
         event = keep.nonzero().flatten()
-        parts.append(
-            {
-                "edge_index": torch.stack([user[event], item[event]]),
-                "edge_time": data[table].time[event],
-                "edge_stage": stage[event],
-                "edge_negative": negative[event],
-                "edge_event": event,
-                "edge_source": torch.full_like(event, source_index),
-            }
-        )
-    forward = data[metadata.engaged]
-    backward = data[spec.roles.item, f"rev_{ENGAGED}", spec.roles.user]
-    for name in (
-        "edge_index",
-        "edge_time",
-        "edge_stage",
-        "edge_negative",
-        "edge_event",
-        "edge_source",
-    ):
-        value = torch.cat([part[name] for part in parts], dim=-1)
+        parts[source] = {
+            "edge_index": torch.stack([user[event], item[event]]),
+            "edge_time": store.time[first + event],
+            "edge_stage": stage[event],
+            "edge_negative": negative[event],
+            "edge_event": first + event,
+            "edge_source": torch.full_like(event, source),
+        }
+    _insert_engagements(data, metadata, (spec.roles.item, f"rev_{ENGAGED}", spec.roles.user), parts)
+
+
+def _insert_engagements(
+    data: HeteroData,
+    metadata: GraphMetadata,
+    reverse: tuple[str, str, str],
+    parts: dict[int, dict[str, torch.Tensor]],
+) -> None:
+    """Each event table's new `engaged` edges go after that table's edges already there: edges
+    stay grouped by table, in the order a build over all the rows at once gives them."""
+    forward, backward = data[metadata.engaged], data[reverse]
+    sources = torch.arange(len(metadata.event_tables))
+    old_source = forward.edge_source if "edge_source" in forward else sources[:0]
+    ends = torch.searchsorted(old_source, sources, right=True).tolist()
+    for name in _ENGAGED_ATTRIBUTES:
+        pieces, start = [], 0
+        for source, end in enumerate(ends):
+            if name in forward:
+                pieces.append(forward[name][..., start:end])
+            if source in parts:
+                pieces.append(parts[source][name])
+            start = end
+        value = torch.cat(pieces, dim=-1)
         forward[name] = value
         backward[name] = value.flip(0) if name == "edge_index" else value
 
 
-def _parent_of(data: HeteroData, edge_type: tuple[str, str, str], rows: int) -> torch.Tensor:
-    """For each child row, its parent node through `edge_type` (-1 where the key was null)."""
+_ENGAGED_ATTRIBUTES = (
+    "edge_index",
+    "edge_time",
+    "edge_stage",
+    "edge_negative",
+    "edge_event",
+    "edge_source",
+)
+
+
+def _matching_nodes(
+    connection: duckdb.DuckDBPyConnection, view: EventView, schema: str
+) -> np.ndarray:
+    """Positions among the rows of `schema.<the view's table>` of those satisfying its `where`."""
+    relation = connection.sql(
+        f"SELECT row_number() OVER (ORDER BY __row) - 1 AS i, * FROM {schema}.{quote(view.table)}"
+    )
+    if view.where is not None:
+        relation = relation.filter(predicate(view.where, table=view.table))
+    return np.asarray(next(iter(relation.select("i").fetchnumpy().values())), dtype=np.int64)
+
+
+def _parent_of(
+    data: HeteroData, edge_type: tuple[str, str, str], first: int, rows: int
+) -> torch.Tensor:
+    """For each child row from node `first` on, its parent node through `edge_type` (-1 where
+    the key was null). The edges are in child order, so the rows' edges are a tail of them."""
     parent = torch.full((rows,), -1, dtype=torch.int64)
     edge_index = data[edge_type].edge_index
-    parent[edge_index[0]] = edge_index[1]
+    edge_index = edge_index[:, int(torch.searchsorted(edge_index[0], first)) :]
+    parent[edge_index[0] - first] = edge_index[1]
     return parent
