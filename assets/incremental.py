@@ -69,7 +69,8 @@ def arrived_interests(
 ) -> dg.Output[BatchUpdate]:
     """Embeddings and Bag-of-Meaning tokens for the batch's users, advertisers and items: its
     content embedded through the cache, its rows appended to the graph, its entities embedded
-    inductively by the serving model and placed in the serving tree (`promoted_interests`).
+    inductively by the serving model and placed in the serving tree (`promoted_interests`), with
+    the dataset's entities its rows point at (users with new events) embedded again.
     Written beside the served tokens (`batches/<batch>.pt`), so `hier interests ...` answers for
     them at once; nothing the pipeline materialised before is recomputed."""
     from hier_pipeline.incremental.update import Current, update_batch
@@ -88,13 +89,19 @@ def arrived_interests(
     work = storage.folder("arrivals", spec.name)
     update = update_batch(spec, context.partition_key, current, work, arrived_tables)
     embedded = update.content.tables
-    context.log.info("batch %s: %s new entities", update.batch, update.entities)
+    context.log.info(
+        "batch %s: %s new entities, %s embedded again",
+        update.batch,
+        update.entities,
+        update.refreshed,
+    )
     return dg.Output(
         update,
         metadata={
             "batch": update.batch,
             "path": dg.MetadataValue.path(str(update.path)),
             "entities": dg.MetadataValue.json(update.entities),
+            "entities_embedded_again": dg.MetadataValue.json(update.refreshed),
             "newly_embedded": sum(t.text_misses + t.image_misses for t in embedded.values()),
             "seconds": dg.MetadataValue.json(update.seconds),
             "content": markdown_table(

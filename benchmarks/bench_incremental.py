@@ -163,6 +163,7 @@ def _incremental_run(folder: str, out: str) -> dict[str, Any]:
     return {
         "seconds": update.seconds,
         "entities": update.entities,
+        "entities_embedded_again": update.refreshed,
         "rows": {t: r.accepted for t, r in update.load.tables.items()},
         "quarantined": {t: r.quarantined for t, r in update.load.tables.items()},
         "embedded": {t: c.text_misses + c.image_misses for t, c in update.content.tables.items()},

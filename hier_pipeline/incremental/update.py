@@ -1,9 +1,12 @@
 """One batch through the incremental path: validate it, embed its content, extend the graph,
 embed its entities inductively with the current model and give them bags from the current tree.
 
-Nothing of the dataset is recomputed: the model, the tree, the dataset's embeddings and tokens
-stay as they are; what the batch adds is one file beside the tokens (`interests/batches.py`) that
-`InterestIndex.open` merges, so the retrieval API answers for the new entities at once.
+The dataset's entities that the batch's rows point at (the users whose events are in it, an
+advertiser's new products) are embedded again too, as of the batch: their neighbourhood changed,
+and a user who just engaged with new items should be matched to them. Nothing else is recomputed:
+the model, the tree, the dataset's embeddings and tokens stay as they are; what the batch adds is
+one file beside the tokens (`interests/batches.py`) that `InterestIndex.open` merges, so the
+retrieval API answers for the new entities, and with the refreshed ones, at once.
 """
 
 from __future__ import annotations
@@ -19,12 +22,13 @@ from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.neighbourhood import reachable_edges
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.incremental.extend import extend_content, extend_graph
 from hier_pipeline.incremental.validate import validate_batch
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
 from hier_pipeline.interests.batches import BatchTokens, fingerprint, save_batch_tokens
-from hier_pipeline.interests.entities import primary_keys
+from hier_pipeline.interests.entities import keys_of_rows, primary_keys
 from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
 from hier_pipeline.model.artifact import load_model
 from hier_pipeline.model.batch import GraphContext
@@ -54,6 +58,7 @@ class BatchUpdate:
     load: LoadReport
     content: ContentArtifact
     entities: dict[str, int]  # node type -> new entities embedded and tokenised
+    refreshed: dict[str, int]  # node type -> the dataset's entities embedded again
     path: Path  # the batch's tokens file
     seconds: dict[str, float]  # per step
 
@@ -95,23 +100,37 @@ class _Run:
         self.lap("content")
         extended = extend_graph(spec, current.graph, current.warehouse, database)
         self.lap("graph")
-        new = {
-            t: extended.new_nodes[t] for t in role_types(extended.graph) if t in extended.new_nodes
+        roles = role_types(extended.graph)
+        new = {t: extended.new_nodes[t] for t in roles if t in extended.new_nodes}
+        referenced = extended.referenced
+        refreshed = {t: referenced[t] for t in roles if len(referenced.get(t, ()))}
+        empty = torch.zeros(0, dtype=torch.int64)
+        seeds = {
+            t: torch.cat([new.get(t, empty), refreshed.get(t, empty)]) for t in {*new, *refreshed}
         }
-        vectors = _embed(extended.graph, content, current, new)
+        vectors = _embed(extended.graph, content, current, seeds)
         self.lap("embed")
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
         config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
         bags = {t: assign_tokens(v, tree, config) for t, v in vectors.items()}
-        keys = primary_keys(database, spec, list(new))
+        keys = primary_keys(database, spec, list(new))  # the batch's rows: its new entities
+        for t, nodes in refreshed.items():
+            rows = current.graph.data[t].row[nodes].tolist()
+            keys[t] = keys.get(t, []) + keys_of_rows(current.warehouse, spec, t, rows)
         path = save_batch_tokens(
             BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),
             current.folder,
         )
         self.lap("tokens")
         return BatchUpdate(
-            self.batch, load, embedded, {t: len(v) for t, v in vectors.items()}, path, self.seconds
+            self.batch,
+            load,
+            embedded,
+            {t: len(v) for t, v in new.items()},
+            {t: len(v) for t, v in refreshed.items()},
+            path,
+            self.seconds,
         )
 
 
@@ -121,14 +140,16 @@ def _embed(
     current: Current,
     nodes: dict[str, Tensor],
 ) -> dict[str, Tensor]:
-    """The new nodes' embeddings from the current model, as of the end of the extended data."""
+    """The new nodes' embeddings from the current model, as of the end of the extended data
+    (degrees count every edge; the sampler indexes only the edges it can reach)."""
     data = graph.data
     model = load_model(current.model, graph, content)
     as_of = 1 + max(int(data[t].time.max()) for t in data.node_types if data[t].num_nodes)
-    sampler = TemporalNeighborSampler(data, SamplerConfig(current.fanouts, "recent"))
     context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
+    reachable = reachable_edges(data, nodes, len(current.fanouts))
+    sampler = TemporalNeighborSampler(reachable, SamplerConfig(current.fanouts, "recent"))
     with torch.inference_mode():
         return {
-            t: embed_nodes(model, sampler, data, context, t, index, as_of)
+            t: embed_nodes(model, sampler, reachable, context, t, index, as_of)
             for t, index in nodes.items()
         }

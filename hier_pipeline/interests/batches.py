@@ -1,6 +1,6 @@
-"""Entities that arrived after the interests stage ran: their keys, embeddings and bags, one file
-per batch beside the stage's tokens (`<folder>/batches/<batch>.pt`), merged on open by
-`InterestIndex`.
+"""Entities that arrived after the interests stage ran, and the dataset's entities a batch embedded
+again: their keys, embeddings and bags, one file per batch beside the stage's tokens
+(`<folder>/batches/<batch>.pt`), merged on open by `InterestIndex`.
 
 A batch file holds the fingerprint of the tree its bags index: after a retrain grows another tree
 the file no longer applies and is skipped (the retrain's full run has the batch's rows anyway).
@@ -76,22 +76,40 @@ def merge_batches(
     bags: dict[str, TokenBags],
     batches: list[BatchTokens],
 ) -> tuple[dict[str, list[str]], dict[str, Tensor], dict[str, TokenBags]]:
-    """The stage's entities followed by each batch's, per node type. An entity whose key is
-    already known keeps its first row (a batch never overrides the dataset)."""
+    """The stage's entities followed by each batch's new ones, per node type. An entity whose key
+    is already known takes the batch's vector and bag in its row (a batch embeds again the
+    dataset's entities its rows point at; the last batch to do so wins)."""
     keys = {t: list(k) for t, k in keys.items()}
-    vectors, bags = dict(vectors), dict(bags)
+    vectors = {t: v.clone() for t, v in vectors.items()}
+    bags = {
+        t: TokenBags(b.path.clone(), b.tokens.clone(), b.weights.clone()) for t, b in bags.items()
+    }
     for batch in batches:
         for node_type, batch_keys in batch.keys.items():
-            known = set(keys[node_type])
-            fresh = torch.tensor([k not in known for k in batch_keys], dtype=torch.bool)
-            if not fresh.any():
-                continue
-            keys[node_type] += [k for k, f in zip(batch_keys, fresh.tolist(), strict=True) if f]
-            vectors[node_type] = torch.cat([vectors[node_type], batch.vectors[node_type][fresh]])
-            old, new = bags[node_type], batch.bags[node_type]
-            bags[node_type] = TokenBags(
-                torch.cat([old.path, new.path[fresh]]),
-                torch.cat([old.tokens, new.tokens[fresh]]),
-                torch.cat([old.weights, new.weights[fresh]]),
+            row = {k: i for i, k in enumerate(keys[node_type])}
+            fresh = [k not in row for k in batch_keys]
+            keys[node_type] += [k for k, f in zip(batch_keys, fresh, strict=True) if f]
+            known = [row.get(k, -1) for k in batch_keys]
+            vectors[node_type], bags[node_type] = _merged_rows(
+                vectors[node_type], bags[node_type], batch, node_type, torch.tensor(known)
             )
     return keys, vectors, bags
+
+
+def _merged_rows(
+    vectors: Tensor, bags: TokenBags, batch: BatchTokens, node_type: str, known: Tensor
+) -> tuple[Tensor, TokenBags]:
+    """`known[i]`: the row batch entity i replaces, -1 for a new one (appended in batch order).
+    Writes into `vectors` and `bags`."""
+    replaced, appended = known >= 0, known < 0
+
+    def merge(current: Tensor, incoming: Tensor) -> Tensor:
+        current[known[replaced]] = incoming[replaced]
+        return torch.cat([current, incoming[appended]])
+
+    incoming = batch.bags[node_type]
+    return merge(vectors, batch.vectors[node_type]), TokenBags(
+        merge(bags.path, incoming.path),
+        merge(bags.tokens, incoming.tokens),
+        merge(bags.weights, incoming.weights),
+    )

@@ -17,6 +17,21 @@ def primary_keys(database: Path, spec: DatasetSpec, tables: list[str]) -> dict[s
     }
 
 
+def keys_of_rows(database: Path, spec: DatasetSpec, table: str, rows: list[int]) -> list[str]:
+    """The primary keys (as text) of the rows with these `__row`s, in their order: a few rows'
+    keys without reading a large table's."""
+    expression = quote(spec.tables[table].primary_key or "__row")
+    with open_database(database) as connection:
+        found = dict(
+            connection.execute(
+                f"SELECT __row, CAST({expression} AS VARCHAR) FROM raw.{quote(table)}"
+                " WHERE __row IN (SELECT unnest(?::BIGINT[]))",
+                [rows],
+            ).fetchall()
+        )
+    return [str(found[row]) for row in rows]
+
+
 def item_texts(database: Path, spec: DatasetSpec) -> list[str]:
     """The item table's declared text columns joined per row ("" without text columns)."""
     table = spec.tables[spec.roles.item]

@@ -9,9 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from hier_pipeline.dataset import DatasetError, load_dataset
+from hier_pipeline.dataset import DatasetError, DatasetSpec, LoadReport, load_dataset
 from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.graph import build_graph
+from hier_pipeline.graph.columns import plan_columns
+from hier_pipeline.graph.features import FeatureConfig, encode_table
 from hier_pipeline.incremental.batches import batch_files, list_batches, with_batches
 from hier_pipeline.incremental.extend import extend_content, extend_graph
 from hier_pipeline.incremental.update import update_batch
@@ -92,8 +94,8 @@ def test_the_extension_equals_a_full_build_over_the_same_rows(
     arrivals: Path, base: Base, tmp_path: Path
 ) -> None:
     """Node features, edges and the model's embeddings of the new entities: as if the batch had
-    been in the data all along; the dataset's nodes keep their indices and the input graph is
-    left untouched."""
+    been in the data all along, its features normalised as the model saw the others; the
+    dataset's nodes keep their indices and the input graph is left untouched."""
     spec = base.spec
     batch = validate_batch(spec, "batch0001", base.raw.database, tmp_path / "b.duckdb")
     before = {t: int(base.graph.data[t].num_nodes) for t in base.graph.data.node_types}
@@ -105,12 +107,15 @@ def test_the_extension_equals_a_full_build_over_the_same_rows(
     for node_type in expected.node_types:
         for name in ("x_cat", "time", "row"):
             assert torch.equal(data[node_type][name], expected[node_type][name]), (node_type, name)
-        # The dataset's rows keep their features; the batch's are normalised as in a full build.
+        # The dataset's rows keep their features; the batch's are encoded with the statistics
+        # the graph was built with, not re-fitted to the batch.
         n = before[node_type]
         assert torch.equal(data[node_type].x_num[:n], base.graph.data[node_type].x_num)
-        assert torch.allclose(data[node_type].x_num[n:], expected[node_type].x_num[n:], atol=1e-6)
+        assert torch.equal(data[node_type].x_num[n:], _encoded(spec, base, full_raw, node_type)[n:])
+    assert extended.graph.metadata.num_features == full.metadata.num_features
     for edge_type in expected.edge_types:
-        assert torch.equal(data[edge_type].edge_index, expected[edge_type].edge_index), edge_type
+        for name, value in expected[edge_type].items():
+            assert torch.equal(data[edge_type][name], value), (edge_type, name)
     new = extended.new_nodes["products"]
     assert new.tolist() == list(range(before["products"], int(expected["products"].num_nodes)))
 
@@ -122,6 +127,26 @@ def test_the_extension_equals_a_full_build_over_the_same_rows(
     theirs = embed_entities(base.trained, full, content, tmp_path / "e2.pt", (8, 4))
     cosine = (ours.load()["products"][new] * theirs.load()["products"][new]).sum(dim=1)
     assert cosine.min() > 0.99  # only the old rows' normalisation differs, by the batch's share
+
+
+def _encoded(spec: DatasetSpec, base: Base, raw: LoadReport, table: str) -> torch.Tensor:
+    """The full build's encoding of every row of `table`, with the base graph's statistics."""
+    with open_database(raw.database) as connection:
+        columns = {
+            str(r[0]): str(r[1]) for r in connection.execute(f"DESCRIBE raw.{table}").fetchall()
+        }
+        rows = connection.execute(f"SELECT count(*) FROM raw.{table}").fetchone()
+        assert rows is not None
+        features = encode_table(
+            connection,
+            f"raw.{table}",
+            plan_columns(spec.tables[table], columns),
+            spec.tables[table].time,
+            int(rows[0]),
+            FeatureConfig(),
+            statistics=base.graph.metadata.feature_statistics[table],
+        )
+    return torch.from_numpy(features.x_num)
 
 
 def test_new_entities_are_served_with_tokens_right_after(base: Base, tmp_path: Path) -> None:
@@ -144,9 +169,12 @@ def test_new_entities_are_served_with_tokens_right_after(base: Base, tmp_path: P
         assert set(new_products) <= by_embedding
         advertiser = [k for k in after.keys["advertisers"] if k not in before.keys["advertisers"]]
         assert after.advertiser_interests(advertiser[0])
-        for node_type in before.keys:  # what was served before is served unchanged
+        assert update.refreshed["users"] > 0  # the batch's events are by the dataset's users
+        for node_type in before.keys:  # served as before, but for those the batch points at
             n = len(before.keys[node_type])
             assert after.keys[node_type][:n] == before.keys[node_type]
-            assert torch.equal(after.vectors[node_type][:n], before.vectors[node_type])
+            changed = ~(after.vectors[node_type][:n] == before.vectors[node_type]).all(dim=1)
+            assert int(changed.sum()) <= update.refreshed.get(node_type, 0)
+            assert changed.any() == (node_type == "users")
     finally:
         update.path.unlink()
