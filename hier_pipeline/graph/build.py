@@ -200,14 +200,14 @@ def add_engagements(
     first_nodes: dict[str, int] | None = None,
 ) -> None:
     """Stage and negative flags on event-table nodes, and the direct user -> item `engaged` edges,
-    for the rows of `schema`: every row; or a batch's (`first_nodes`: event table -> the node its
-    rows start at), whose flags and edges are added to those already there."""
+    for the rows of `schema`: every row; or a batch's alone, `data` holding only its rows, the
+    first of event table t being node `first_nodes[t]` of the graph extended by them."""
     parts: dict[int, dict[str, torch.Tensor]] = {}
     for source, (table, table_views) in enumerate(event_views(spec).items()):
         if first_nodes is not None and table not in first_nodes:
             continue
-        first = (first_nodes or {}).get(table, 0)
-        rows = int(data[table].num_nodes) - first
+        first, store = (first_nodes or {}).get(table, 0), data[table]
+        rows = int(store.num_nodes)
         stage = torch.full((rows,), NO_STAGE, dtype=torch.int64)
         negative = torch.zeros(rows, dtype=torch.bool)
         for index, view in table_views:
@@ -216,9 +216,7 @@ def add_engagements(
                 negative[matching] = True
             else:
                 stage[matching] = torch.clamp(stage[matching], min=index)
-        store = data[table]
-        store.stage = torch.cat([store.stage[:first], stage]) if first else stage
-        store.negative = torch.cat([store.negative[:first], negative]) if first else negative
+        store.stage, store.negative = stage, negative
         view = table_views[0][1]
         user = _parent_of(data, (table, view.user, spec.roles.user), first, rows)
         item = _parent_of(data, (table, view.item, spec.roles.item), first, rows)
@@ -226,36 +224,18 @@ def add_engagements(
         event = keep.nonzero().flatten()
         parts[source] = {
             "edge_index": torch.stack([user[event], item[event]]),
-            "edge_time": store.time[first + event],
+            "edge_time": store.time[event],
             "edge_stage": stage[event],
             "edge_negative": negative[event],
             "edge_event": first + event,
             "edge_source": torch.full_like(event, source),
         }
-    _insert_engagements(data, metadata, (spec.roles.item, f"rev_{ENGAGED}", spec.roles.user), parts)
-
-
-def _insert_engagements(
-    data: HeteroData,
-    metadata: GraphMetadata,
-    reverse: tuple[str, str, str],
-    parts: dict[int, dict[str, torch.Tensor]],
-) -> None:
-    """Each event table's new `engaged` edges go after that table's edges already there: edges
-    stay grouped by table, in the order a build over all the rows at once gives them."""
-    forward, backward = data[metadata.engaged], data[reverse]
-    sources = torch.arange(len(metadata.event_tables))
-    old_source = forward.edge_source if "edge_source" in forward else sources[:0]
-    ends = torch.searchsorted(old_source, sources, right=True).tolist()
+    forward, backward = (
+        data[metadata.engaged],
+        data[spec.roles.item, f"rev_{ENGAGED}", spec.roles.user],
+    )
     for name in _ENGAGED_ATTRIBUTES:
-        pieces, start = [], 0
-        for source, end in enumerate(ends):
-            if name in forward:
-                pieces.append(forward[name][..., start:end])
-            if source in parts:
-                pieces.append(parts[source][name])
-            start = end
-        value = torch.cat(pieces, dim=-1)
+        value = torch.cat([part[name] for _, part in sorted(parts.items())], dim=-1)
         forward[name] = value
         backward[name] = value.flip(0) if name == "edge_index" else value
 
@@ -285,8 +265,9 @@ def _matching_nodes(
 def _parent_of(
     data: HeteroData, edge_type: tuple[str, str, str], first: int, rows: int
 ) -> torch.Tensor:
-    """For each child row from node `first` on, its parent node through `edge_type` (-1 where
-    the key was null). The edges are in child order, so the rows' edges are a tail of them."""
+    """For each of the `rows` child rows from node `first` on, its parent node through
+    `edge_type` (-1 where the key was null). The edges are in child order, so the rows' edges
+    are a tail of them."""
     parent = torch.full((rows,), -1, dtype=torch.int64)
     edge_index = data[edge_type].edge_index
     edge_index = edge_index[:, int(torch.searchsorted(edge_index[0], first)) :]

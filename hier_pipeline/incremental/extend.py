@@ -1,23 +1,25 @@
-"""The materialised graph and content vectors, extended with one validated batch.
+"""A validated batch's part of the graph, and the content vectors extended with its rows.
 
-The batch's rows are appended as new nodes after the dataset's (node indices of the dataset
-never move, so the model, the embeddings and the tokens keep pointing at the same entities), with
-the same column encoders, foreign-key edges and `engaged` edges as `graph/build.py` gives them:
-the builder's own functions run over views of the batch's rows, numbered after the warehouse's.
-Features are normalised with the statistics the graph was built with (those the model was trained
-on), so no query reads the dataset's rows again but the parent lookups of foreign keys. Content is
-embedded for the batch's rows only, through the content-hash cache.
+The batch's rows are new nodes after the dataset's (node indices of the dataset never move, so the
+model, the embeddings and the tokens keep pointing at the same entities), with the same column
+encoders, foreign-key edges and `engaged` edges as `graph/build.py` gives them: the builder's own
+functions run over views of the batch's rows, numbered after the warehouse's. They are kept apart
+(`BatchRows`), not appended to the dataset's graph: copying a 20M-row table's tensors to add a
+batch cost more than everything else the batch needs (`graph/neighbourhood.py` reads both side
+by side). Features are normalised with the statistics the graph was built with (those the model
+was trained on), so no query reads the dataset's rows again but the parent lookups of foreign
+keys. Content is embedded for the batch's rows only, through the content-hash cache.
 """
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
 import torch
 from torch import Tensor
+from torch_geometric.data import HeteroData
 
 from hier_pipeline.content.stage import ContentArtifact, content_tables, embed_tables
 from hier_pipeline.dataset.spec import DatasetSpec
@@ -38,10 +40,29 @@ Content = dict[str, dict[str, Tensor]]
 
 
 @dataclass
-class ExtendedGraph:
-    graph: RelationalGraph
-    new_nodes: dict[str, Tensor]  # node type -> indices of the batch's nodes (after the dataset's)
-    referenced: dict[str, Tensor]  # node type -> the dataset's nodes a batch row points at
+class BatchRows:
+    """The batch's part of the graph on its own: node i of a type in `rows` is node
+    `first[type] + i` of the extended graph, and its edges point at the extended graph's nodes."""
+
+    rows: HeteroData  # per touched table: x_num, x_cat, row, time (and stage, negative); edges
+    first: dict[str, int]  # node type -> the batch's first node (the dataset's node count)
+
+    @property
+    def new_nodes(self) -> dict[str, Tensor]:
+        """node type -> the batch's nodes, in extended-graph indices."""
+        return {
+            t: torch.arange(self.first[t], self.first[t] + int(self.rows[t].num_nodes))
+            for t in self.rows.node_types
+        }
+
+    def referenced(self, graph: RelationalGraph) -> dict[str, Tensor]:
+        """node type -> the dataset's nodes that a batch row points at by a foreign key."""
+        found: dict[str, list[Tensor]] = {}
+        for (child, _, parent), store in self.rows.edge_items():
+            if child in self.first and parent in graph.data.node_types:
+                parents = store.edge_index[1]
+                found.setdefault(parent, []).append(parents[parents < graph.data[parent].num_nodes])
+        return {t: torch.cat(nodes).unique() for t, nodes in found.items()}
 
 
 def batch_tables(spec: DatasetSpec, batch_database: Path) -> dict[str, int]:
@@ -58,21 +79,19 @@ def batch_tables(spec: DatasetSpec, batch_database: Path) -> dict[str, int]:
     return {t: counts[t] for t in spec.tables if counts.get(t)}
 
 
-def extend_graph(
+def batch_rows(
     spec: DatasetSpec,
     graph: RelationalGraph,
     warehouse: Path,
     batch_database: Path,
     config: GraphConfig | None = None,
-) -> ExtendedGraph:
-    """A new `RelationalGraph`: the dataset's, plus the batch's nodes and the edges they bring.
-    The input graph is left as it was; every query reads the batch's rows only, except the
-    parents a foreign key looks up."""
+) -> BatchRows:
+    """The batch's nodes and the edges they bring, built as `build_graph` builds the dataset's;
+    every query reads the batch's rows only, except the parents a foreign key looks up."""
     config = config or GraphConfig()
     touched = batch_tables(spec, batch_database)
-    data = copy.copy(graph.data)
-    new_nodes: dict[str, Tensor] = {}
-    referenced: dict[str, list[Tensor]] = {}
+    rows = HeteroData()
+    first = {name: int(graph.data[name].num_nodes) for name in touched}
     with _attached(warehouse, batch_database) as connection:
         _union_views(connection, spec, touched)
         columns = {
@@ -83,8 +102,7 @@ def extend_graph(
             for t in spec.tables
         }
         for name, added in touched.items():
-            table, store, batch_rows = spec.tables[name], data[name], f"new.{quote(name)}"
-            before = int(store.num_nodes)
+            table, store, batch_rows = spec.tables[name], rows[name], f"new.{quote(name)}"
             features = encode_table(
                 connection,
                 batch_rows,
@@ -94,39 +112,27 @@ def extend_graph(
                 config.features,
                 statistics=_statistics(graph, name),
             )
-            store.x_num = torch.cat([store.x_num, torch.from_numpy(features.x_num)])
-            store.x_cat = torch.cat([store.x_cat, torch.from_numpy(features.x_cat)])
-            rows = fetch_int64(connection, f"SELECT __row FROM {batch_rows} ORDER BY __row")
-            store.row = torch.cat([store.row, rows])
-            time = read_node_time(connection, batch_rows, has_time=table.time is not None)
-            store.time = torch.cat([store.time, time])
-            store.num_nodes = before + added
-            new_nodes[name] = torch.arange(before, before + added)
+            store.x_num = torch.from_numpy(features.x_num)
+            store.x_cat = torch.from_numpy(features.x_cat)
+            store.row = fetch_int64(connection, f"SELECT __row FROM {batch_rows} ORDER BY __row")
+            store.time = read_node_time(connection, batch_rows, has_time=table.time is not None)
+            store.num_nodes = added
         for name in touched:  # the batch's rows only reference rows before them, or each other
-            first = int(new_nodes[name][0])
             for column, target in spec.tables[name].foreign_keys.items():
-                new_edges = foreign_key_edges(
-                    connection, spec, name, column, target, columns, "new", first
+                edges = foreign_key_edges(
+                    connection, spec, name, column, target, columns, "new", first[name]
                 )
-                forward, backward = data[name, column, target], data[target, f"rev_{column}", name]
-                parents = new_edges[1]
-                referenced.setdefault(target, []).append(
-                    parents[parents < graph.data[target].num_nodes]
-                )
-                edge_time = data[name].time[new_edges[0]]
-                forward.edge_index = torch.cat([forward.edge_index, new_edges], dim=1)
-                forward.edge_time = torch.cat([forward.edge_time, edge_time])
-                backward.edge_index = torch.cat([backward.edge_index, new_edges.flip(0)], dim=1)
-                backward.edge_time = torch.cat([backward.edge_time, edge_time])
+                edge_time = rows[name].time[edges[0] - first[name]]
+                rows[name, column, target].edge_index = edges
+                rows[name, column, target].edge_time = edge_time
+                rows[target, f"rev_{column}", name].edge_index = edges.flip(0)
+                rows[target, f"rev_{column}", name].edge_time = edge_time
         events = set(event_views(spec)) & set(touched)
         if events:
-            first_nodes = {t: int(new_nodes[t][0]) for t in events}
-            add_engagements(spec, connection, data, graph.metadata, "new", first_nodes)
-    return ExtendedGraph(
-        RelationalGraph(data, graph.metadata),
-        new_nodes,
-        {t: torch.cat(nodes).unique() for t, nodes in referenced.items()},
-    )
+            add_engagements(
+                spec, connection, rows, graph.metadata, "new", {t: first[t] for t in events}
+            )
+    return BatchRows(rows, first)
 
 
 def _statistics(graph: RelationalGraph, table: str) -> Statistics:

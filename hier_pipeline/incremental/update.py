@@ -1,5 +1,6 @@
-"""One batch through the incremental path: validate it, embed its content, extend the graph,
-embed its entities inductively with the current model and give them bags from the current tree.
+"""One batch through the incremental path: validate it, embed its content, build the graph of its
+rows (apart from the dataset's), embed its entities inductively with the current model from the
+neighbourhoods it draws over both, and give them bags from the current tree.
 
 The dataset's entities that the batch's rows point at (the users whose events are in it, an
 advertiser's new products) are embedded again too, as of the batch: their neighbourhood changed,
@@ -22,9 +23,9 @@ from hier_pipeline.content.stage import ContentArtifact
 from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
-from hier_pipeline.graph.neighbourhood import reachable_edges
+from hier_pipeline.graph.neighbourhood import recent_neighbourhood
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.incremental.extend import extend_content, extend_graph
+from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_content
 from hier_pipeline.incremental.validate import validate_batch
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
 from hier_pipeline.interests.batches import BatchTokens, fingerprint, save_batch_tokens
@@ -98,17 +99,17 @@ class _Run:
             work / f"{self.batch}_content.pt",
         )
         self.lap("content")
-        extended = extend_graph(spec, current.graph, current.warehouse, database)
+        batch = batch_rows(spec, current.graph, current.warehouse, database)
         self.lap("graph")
-        roles = role_types(extended.graph)
-        new = {t: extended.new_nodes[t] for t in roles if t in extended.new_nodes}
-        referenced = extended.referenced
+        roles = role_types(current.graph)
+        new = {t: nodes for t, nodes in batch.new_nodes.items() if t in roles}
+        referenced = batch.referenced(current.graph)
         refreshed = {t: referenced[t] for t in roles if len(referenced.get(t, ()))}
         empty = torch.zeros(0, dtype=torch.int64)
         seeds = {
             t: torch.cat([new.get(t, empty), refreshed.get(t, empty)]) for t in {*new, *refreshed}
         }
-        vectors = _embed(extended.graph, content, current, seeds)
+        vectors = _embed(current, batch, content, seeds)
         self.lap("embed")
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
@@ -135,21 +136,32 @@ class _Run:
 
 
 def _embed(
-    graph: RelationalGraph,
-    content: dict[str, dict[str, Tensor]],
     current: Current,
-    nodes: dict[str, Tensor],
+    batch: BatchRows,
+    content: dict[str, dict[str, Tensor]],
+    seeds: dict[str, Tensor],
 ) -> dict[str, Tensor]:
-    """The new nodes' embeddings from the current model, as of the end of the extended data
-    (degrees count every edge; the sampler indexes only the edges it can reach)."""
-    data = graph.data
+    """The seeds' embeddings from the current model, as of the end of the extended data, from
+    the neighbourhoods it draws (`recent_neighbourhood`: the dataset's graph and the batch's rows
+    are read side by side, never concatenated); degrees count every edge of both."""
+    graph, rows = current.graph, batch.rows
+    times = [graph.data[t].time for t in graph.data.node_types] + [
+        rows[t].time for t in rows.node_types
+    ]
+    as_of = 1 + max(int(time.max()) for time in times if len(time))
+    near = recent_neighbourhood(graph.data, rows, seeds, current.fanouts, as_of)
+    data = near.graph
+    context = GraphContext(
+        node_types=list(data.node_types),
+        relations=list(data.edge_types),
+        num_stages=len(graph.metadata.stages),
+        log_degree={t: torch.log1p(data[t].degree) for t in data.node_types},
+        global_id={t: data[t].global_id for t in data.node_types},
+        content=content,
+    )
     model = load_model(current.model, graph, content)
-    as_of = 1 + max(int(data[t].time.max()) for t in data.node_types if data[t].num_nodes)
-    context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
-    reachable = reachable_edges(data, nodes, len(current.fanouts))
-    sampler = TemporalNeighborSampler(reachable, SamplerConfig(current.fanouts, "recent"))
+    sampler = TemporalNeighborSampler(data, SamplerConfig(current.fanouts, "recent"))
     with torch.inference_mode():
         return {
-            t: embed_nodes(model, sampler, reachable, context, t, index, as_of)
-            for t, index in nodes.items()
+            t: embed_nodes(model, sampler, data, context, t, near.seeds[t], as_of) for t in seeds
         }

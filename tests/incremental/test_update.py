@@ -3,6 +3,7 @@ current model exactly as a full run over the same rows would embed them, and ser
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -14,13 +15,21 @@ from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.graph import build_graph
 from hier_pipeline.graph.columns import plan_columns
 from hier_pipeline.graph.features import FeatureConfig, encode_table
+from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.incremental.batches import batch_files, list_batches, with_batches
-from hier_pipeline.incremental.extend import extend_content, extend_graph
+from hier_pipeline.incremental.extend import batch_rows, extend_content
 from hier_pipeline.incremental.update import update_batch
 from hier_pipeline.incremental.validate import validate_batch
+from hier_pipeline.interests.batches import load_batch_tokens
+from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.interests.index import InterestIndex
+from hier_pipeline.model.artifact import load_model
+from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.embeddings import embed_entities
+from hier_pipeline.model.infer import embed_nodes
 from tests.incremental.conftest import Base
+from tests.incremental.extension import extended
+from tests.interests.conftest import TINY
 
 
 def test_a_generated_batch_is_validated_alone(arrivals: Path, base: Base, tmp_path: Path) -> None:
@@ -99,11 +108,12 @@ def test_the_extension_equals_a_full_build_over_the_same_rows(
     spec = base.spec
     batch = validate_batch(spec, "batch0001", base.raw.database, tmp_path / "b.duckdb")
     before = {t: int(base.graph.data[t].num_nodes) for t in base.graph.data.node_types}
-    extended = extend_graph(spec, base.graph, base.raw.database, batch.database)
+    rows = batch_rows(spec, base.graph, base.raw.database, batch.database)
+    extension = extended(base.graph, rows)
     full_raw = load_dataset(with_batches(spec), tmp_path / "full.duckdb")
     full = build_graph(spec, full_raw.database)
     assert {t: int(base.graph.data[t].num_nodes) for t in before} == before
-    data, expected = extended.graph.data, full.data
+    data, expected = extension.data, full.data
     for node_type in expected.node_types:
         for name in ("x_cat", "time", "row"):
             assert torch.equal(data[node_type][name], expected[node_type][name]), (node_type, name)
@@ -112,18 +122,18 @@ def test_the_extension_equals_a_full_build_over_the_same_rows(
         n = before[node_type]
         assert torch.equal(data[node_type].x_num[:n], base.graph.data[node_type].x_num)
         assert torch.equal(data[node_type].x_num[n:], _encoded(spec, base, full_raw, node_type)[n:])
-    assert extended.graph.metadata.num_features == full.metadata.num_features
+    assert extension.metadata.num_features == full.metadata.num_features
     for edge_type in expected.edge_types:
         for name, value in expected[edge_type].items():
             assert torch.equal(data[edge_type][name], value), (edge_type, name)
-    new = extended.new_nodes["products"]
+    new = rows.new_nodes["products"]
     assert new.tolist() == list(range(before["products"], int(expected["products"].num_nodes)))
 
     content, embedded = extend_content(
         spec, base.content, batch.database, tmp_path / "cache", tmp_path / "c.pt"
     )
     assert embedded.tables["products"].rows == len(new)  # only the batch was embedded
-    ours = embed_entities(base.trained, extended.graph, content, tmp_path / "e1.pt", (8, 4))
+    ours = embed_entities(base.trained, extension, content, tmp_path / "e1.pt", (8, 4))
     theirs = embed_entities(base.trained, full, content, tmp_path / "e2.pt", (8, 4))
     cosine = (ours.load()["products"][new] * theirs.load()["products"][new]).sum(dim=1)
     assert cosine.min() > 0.99  # only the old rows' normalisation differs, by the batch's share
@@ -178,3 +188,33 @@ def test_new_entities_are_served_with_tokens_right_after(base: Base, tmp_path: P
             assert changed.any() == (node_type == "users")
     finally:
         update.path.unlink()
+
+
+def test_the_batch_is_embedded_as_over_the_extended_graph(base: Base, tmp_path: Path) -> None:
+    """The vectors served for the batch's products and for the users its events touch equal the
+    model's over the extended graph (a sampler over all of it, degrees counted on it), although
+    the update reads the graph and the batch side by side and never concatenates them."""
+    spec, folder = base.spec, tmp_path / "served"
+    shutil.copytree(base.tokens.path.parent, folder)
+    load = validate_batch(spec, "batch0001", base.raw.database, tmp_path / "b.duckdb")
+    update_batch(spec, "batch0001", base.current(folder, tmp_path / "cache"), tmp_path, load)
+    (served,) = load_batch_tokens(folder, base.tokens.load().hierarchy)
+
+    rows = batch_rows(spec, base.graph, base.raw.database, load.database)
+    content, _ = extend_content(
+        spec, base.content, load.database, tmp_path / "cache", tmp_path / "c.pt"
+    )
+    data = extended(base.graph, rows).data
+    as_of = 1 + max(int(data[t].time.max()) for t in data.node_types if data[t].num_nodes)
+    sampler = TemporalNeighborSampler(data, SamplerConfig(TINY.fanouts, "recent"))
+    context = GraphContext.of(data, list(data.edge_types), len(spec.funnel), content)
+    model = load_model(base.model, base.graph, content)
+    users = {k: i for i, k in enumerate(primary_keys(base.raw.database, spec, ["users"])["users"])}
+    nodes = {
+        "products": rows.new_nodes["products"],
+        "users": torch.tensor([users[k] for k in served.keys["users"]]),
+    }
+    assert len(nodes["users"]) > 0
+    for node_type, index in nodes.items():
+        expected = embed_nodes(model, sampler, data, context, node_type, index, as_of)
+        assert torch.allclose(served.vectors[node_type], expected, atol=1e-5), node_type
