@@ -4,6 +4,7 @@ current model exactly as a full run over the same rows would embed them, and ser
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -12,7 +13,7 @@ import torch
 
 from hier_pipeline.dataset import DatasetError, DatasetSpec, LoadReport, load_dataset
 from hier_pipeline.dataset.sql import open_database
-from hier_pipeline.graph import build_graph
+from hier_pipeline.graph import RelationalGraph, build_graph
 from hier_pipeline.graph.columns import plan_columns
 from hier_pipeline.graph.features import FeatureConfig, encode_table
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
@@ -218,3 +219,14 @@ def test_the_batch_is_embedded_as_over_the_extended_graph(base: Base, tmp_path: 
     for node_type, index in nodes.items():
         expected = embed_nodes(model, sampler, data, context, node_type, index, as_of)
         assert torch.allclose(served.vectors[node_type], expected, atol=1e-5), node_type
+
+
+def test_a_graph_without_feature_statistics_is_refused_with_what_to_do(
+    base: Base, tmp_path: Path
+) -> None:
+    """A graph materialised before the statistics were kept cannot encode a batch's rows as the
+    model saw the others: it is refused, naming the table and the asset to rebuild."""
+    older = RelationalGraph(base.graph.data, replace(base.graph.metadata, feature_statistics={}))
+    batch = validate_batch(base.spec, "batch0001", base.raw.database, tmp_path / "b.duckdb")
+    with pytest.raises(ValueError, match=r"no feature statistics for table '.+'.*relational_graph"):
+        batch_rows(base.spec, older, base.raw.database, batch.database)
