@@ -107,7 +107,9 @@ class _Run:
         refreshed = {t: referenced[t] for t in roles if len(referenced.get(t, ()))}
         empty = torch.zeros(0, dtype=torch.int64)
         seeds = {
-            t: torch.cat([new.get(t, empty), refreshed.get(t, empty)]) for t in {*new, *refreshed}
+            t: torch.cat([new.get(t, empty), refreshed.get(t, empty)])
+            for t in roles
+            if t in new or t in refreshed
         }
         vectors = _embed(current, batch, content, seeds)
         self.lap("embed")
