@@ -17,7 +17,9 @@ reading what the full run wrote): `update_batch`, i.e. what `arrived_tables` +
 `arrived_interests` run. Quality: recall@50 of the held-out purchases of new items among all
 items, by embedding inner product, for the incremental embeddings and for a full rebuild of the
 graph with the batch embedded by the same model (they should agree), beside the evaluation's
-`cold_item_recall@50` of the same model on the base data (items first seen after t2).
+`cold_item_recall@50` of the same model on the base data (items first seen after t2); and
+recall@10 with the batch's new items ranked among themselves, beside chance, which tells the two
+apart where no new item reaches an all-items top 50.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from harness import measure, write_results
 BATCH = "batch0001"
 HELD_OUT = "held_out.parquet"  # user key, item key of the held-out target events
 K = 50
+K_AMONG_NEW = 10  # the new items ranked among themselves (a batch may hold fewer than K)
 
 
 def main() -> int:
@@ -181,6 +184,7 @@ def _quality(folder: str, out: str) -> dict[str, Any]:
     from hier_pipeline.evaluation.report import OURS
     from hier_pipeline.graph import build_graph, default_split, load_graph
     from hier_pipeline.incremental.batches import with_batches
+    from hier_pipeline.interests.artifact import load_tokens
     from hier_pipeline.interests.entities import primary_keys
     from hier_pipeline.interests.index import InterestIndex
     from hier_pipeline.model.artifact import load_model
@@ -191,6 +195,11 @@ def _quality(folder: str, out: str) -> dict[str, Any]:
     held = pd.read_parquet(root.parent / HELD_OUT).astype(str)
     index = InterestIndex.open(root / "interests")
     ours = _recall(index.keys, index.vectors, held, user_type, item_type)
+    before = set(load_tokens(root / "interests" / "tokens.pt").keys[item_type])
+    new_items = {k for k in index.keys[item_type] if k not in before}
+    ours_among_new = _recall(
+        index.keys, index.vectors, held, user_type, item_type, new_items, K_AMONG_NEW
+    )
 
     everything = with_batches(spec)
     raw = load_dataset(everything, root / "everything.duckdb")
@@ -202,6 +211,7 @@ def _quality(folder: str, out: str) -> dict[str, Any]:
     vectors = embed_entities(model, full, content, root / "everything.pt", fanouts).load()
     keys = primary_keys(raw.database, everything, [user_type, item_type])
     rebuilt = _recall(keys, vectors, held, user_type, item_type)
+    rebuilt_among_new = _recall(keys, vectors, held, user_type, item_type, new_items, K_AMONG_NEW)
 
     base = load_graph(root / "graph.pt")
     base_content = torch.load(root / "content.pt", weights_only=True)
@@ -216,6 +226,12 @@ def _quality(folder: str, out: str) -> dict[str, Any]:
         "held_out_pairs": len(held),
         f"new_item_recall@{K}_incremental": ours,
         f"new_item_recall@{K}_full_rebuild": rebuilt,
+        "new_items": len(new_items),
+        f"new_item_recall@{K_AMONG_NEW}_among_new_items_incremental": ours_among_new,
+        f"new_item_recall@{K_AMONG_NEW}_among_new_items_full_rebuild": rebuilt_among_new,
+        f"new_item_recall@{K_AMONG_NEW}_among_new_items_chance": round(
+            K_AMONG_NEW / max(len(new_items), K_AMONG_NEW), 4
+        ),
         f"evaluation_cold_item_recall@{K}": report.models[OURS].get(f"cold_item_recall@{K}"),
         f"evaluation_popularity_cold_item_recall@{K}": report.models["popularity"].get(
             f"cold_item_recall@{K}"
@@ -236,18 +252,29 @@ def _with_batch_content(content: dict, root: Path) -> dict:
 
 
 def _recall(
-    keys: dict[str, list[str]], vectors: dict, held: Any, user_type: str, item_type: str
+    keys: dict[str, list[str]],
+    vectors: dict,
+    held: Any,
+    user_type: str,
+    item_type: str,
+    among: set[str] | None = None,
+    k: int = K,
 ) -> float | None:
-    """Mean over users of the share of their held-out new items in their top K of all items."""
+    """Mean over users of the share of their held-out new items in their top `k` of all items
+    (of the items `among` only, when given: where the new items stand among themselves, a
+    figure that is not zero when none of them reaches an all-items top K)."""
     import torch
 
     users = {k: i for i, k in enumerate(keys[user_type])}
     items = {k: i for i, k in enumerate(keys[item_type])}
+    candidates = torch.tensor(
+        [i for k, i in items.items() if among is None or k in among], dtype=torch.long
+    )
     pairs = held[held.iloc[:, 0].isin(users) & held.iloc[:, 1].isin(items)]
     recalls = []
     for user, group in pairs.groupby(pairs.columns[0]):
-        scores = vectors[item_type] @ vectors[user_type][users[user]]
-        top = set(scores.topk(min(K, len(scores))).indices.tolist())
+        scores = vectors[item_type][candidates] @ vectors[user_type][users[user]]
+        top = set(candidates[scores.topk(min(k, len(scores))).indices].tolist())
         wanted = {items[k] for k in group.iloc[:, 1]}
         recalls.append(len(top & wanted) / len(wanted))
     return round(float(torch.tensor(recalls).mean()), 4) if recalls else None
@@ -295,7 +322,7 @@ def _split_off_batch(source: Path, target: Path, work: Path, arguments: Any) -> 
         f"SELECT {quote(owner)}, count(*) FROM {read(item.file)} GROUP BY ALL ORDER BY 1"
     ).fetchall()
     order = np.random.default_rng(arguments.seed).permutation(len(counts))
-    total, chosen = sum(c for _, c in counts), []
+    total, chosen = sum(c for _, c in counts), list[int]()
     for i in order:
         if sum(counts[j][1] for j in chosen) >= arguments.fraction * total:
             break
