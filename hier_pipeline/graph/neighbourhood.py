@@ -73,10 +73,9 @@ class _Extended:
 
     def __init__(self, data: HeteroData, added: HeteroData) -> None:
         self.data, self.added = data, added
-        self.base = {t: int(data[t].num_nodes) for t in data.node_types}
         self.size = {
-            t: n + (int(added[t].num_nodes) if t in added.node_types else 0)
-            for t, n in self.base.items()
+            t: int(data[t].num_nodes) + (int(added[t].num_nodes) if t in added.node_types else 0)
+            for t in data.node_types
         }
 
     def node(self, node_type: str, name: str, index: Tensor) -> Tensor:
@@ -114,7 +113,7 @@ class _Extended:
             candidates.append(base + into)
         index = torch.cat(candidates)
         src, dst = self.edge(edge_type, "edge_index", index)
-        usable = torch.maximum(
+        usable = torch.maximum(  # as `TimeSortedCSR` orders them
             self.edge(edge_type, "edge_time", index),
             torch.maximum(self.node(source, "time", src), self.node(destination, "time", dst)),
         )
