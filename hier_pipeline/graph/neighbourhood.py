@@ -132,10 +132,7 @@ class _Extended:
             ends[edge_type] = self.edge(edge_type, "edge_index", index)
             endpoints[edge_type[0]].append(ends[edge_type][0])
             endpoints[edge_type[2]].append(ends[edge_type][1])
-        ids = {
-            t: torch.cat(parts).unique() if parts else torch.zeros(0, dtype=torch.long)
-            for t, parts in endpoints.items()
-        }
+        ids = {t: _union(parts) for t, parts in endpoints.items()}
         out, degree = HeteroData(), self.out_degree(ids)
         for node_type in self.data.node_types:
             store = out[node_type]

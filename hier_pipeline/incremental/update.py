@@ -153,14 +153,7 @@ def _embed(
     as_of = 1 + max(int(time.max()) for time in times if len(time))
     near = recent_neighbourhood(graph.data, rows, seeds, current.fanouts, as_of)
     data = near.graph
-    context = GraphContext(
-        node_types=list(data.node_types),
-        relations=list(data.edge_types),
-        num_stages=len(graph.metadata.stages),
-        log_degree={t: torch.log1p(data[t].degree) for t in data.node_types},
-        global_id={t: data[t].global_id for t in data.node_types},
-        content=content,
-    )
+    context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
     model = load_model(current.model, graph, content)
     sampler = TemporalNeighborSampler(data, SamplerConfig(current.fanouts, "recent"))
     with torch.inference_mode():

@@ -56,14 +56,17 @@ class GraphContext:
         before: int | None = None,
     ) -> GraphContext:
         """Degrees count only edges before `before` when given: a model judged as of t1 must not
-        see later popularity."""
-        degree = {t: torch.zeros(int(data[t].num_nodes)) for t in data.node_types}
-        for edge_type in data.edge_types:
-            store = data[edge_type]
-            source = store.edge_index[0]
-            if before is not None:
-                source = source[store.edge_time < before]
-            degree[edge_type[0]].index_add_(0, source, torch.ones(source.numel()))
+        see later popularity. A graph cut out of a larger one (`recent_neighbourhood`) carries
+        its nodes' `degree` in that graph; its own edges would undercount them."""
+        degree = _stored_degree(data, before)
+        if degree is None:
+            degree = {t: torch.zeros(int(data[t].num_nodes)) for t in data.node_types}
+            for edge_type in data.edge_types:
+                store = data[edge_type]
+                source = store.edge_index[0]
+                if before is not None:
+                    source = source[store.edge_time < before]
+                degree[edge_type[0]].index_add_(0, source, torch.ones(source.numel()))
         global_id = {
             t: data[t].global_id if "global_id" in data[t] else torch.arange(int(data[t].num_nodes))
             for t in data.node_types
@@ -76,6 +79,14 @@ class GraphContext:
             global_id=global_id,
             content=content,
         )
+
+
+def _stored_degree(data: HeteroData, before: int | None) -> dict[str, Tensor] | None:
+    if not all("degree" in data[t] for t in data.node_types):
+        return None
+    if before is not None:
+        raise ValueError("stored degrees count every edge; they cannot be limited to `before`")
+    return {t: data[t].degree for t in data.node_types}
 
 
 def make_batch(sampled: SampledSubgraph, data: HeteroData, context: GraphContext) -> ModelBatch:
