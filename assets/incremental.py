@@ -68,9 +68,10 @@ def arrived_interests(
     promoted_interests: Promotion,
 ) -> dg.Output[BatchUpdate]:
     """Embeddings and Bag-of-Meaning tokens for the batch's users, advertisers and items: its
-    content embedded through the cache, its rows appended to the graph, its entities embedded
-    inductively by the serving model and placed in the serving tree (`promoted_interests`), with
-    the dataset's entities its rows point at (users with new events) embedded again.
+    content embedded through the cache, the graph of its rows built beside the dataset's, its
+    entities embedded inductively by the serving model and placed in the serving tree
+    (`promoted_interests`), with the dataset's entities its rows point at (users with new
+    events) embedded again.
     Written beside the served tokens (`batches/<batch>.pt`), so `hier interests ...` answers for
     them at once; nothing the pipeline materialised before is recomputed."""
     from hier_pipeline.incremental.update import Current, update_batch
