@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import dagster as dg
 
 from assets.metadata import markdown_table
-from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from resources import DatasetResource, StorageResource
 
@@ -25,7 +25,7 @@ def content_embeddings(
     A content-hash cache means each distinct text or image is embedded once, ever: re-materialising
     after new products arrive embeds only the new ones. Models load from installed packages only.
     """
-    from hier_pipeline.content.stage import embed_tables
+    from hier_pipeline.content.tables import embed_tables
 
     spec = dataset.spec()
     artifact = embed_tables(
@@ -96,7 +96,7 @@ def content_embeddings(
     ins={"content_embeddings": dg.AssetIn("content_embeddings")},
 )
 def content_embedding_checks(content_embeddings: ContentArtifact) -> Iterator[dg.AssetCheckResult]:
-    from hier_pipeline.content.stage import coverage, normalisation_errors
+    from hier_pipeline.content.tables import coverage, normalisation_errors
 
     vectors = content_embeddings.load()
     errors = normalisation_errors(vectors)

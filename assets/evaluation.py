@@ -14,7 +14,7 @@ from pydantic import Field
 
 from assets.metadata import markdown_table
 from assets.model import TrainingConfig
-from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY
 from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELINES
@@ -179,7 +179,7 @@ def published_tokens(
     """The interest tokens serving reads (`InterestIndex.open` on `published/<dataset>/`): a
     self-contained copy of the tokens, vocabulary, tree and embeddings of a model that beat
     popularity in `evaluation_report`, with a manifest of its scores."""
-    from hier_pipeline.evaluation.publish import publish_tokens
+    from hier_pipeline.release.publish import publish_tokens
 
     if not (GATE in evaluation_report.models and evaluation_report.beats(GATE)):
         raise dg.Failure(f"the evaluated model does not beat {GATE}: its tokens stay unpublished")

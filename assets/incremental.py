@@ -5,11 +5,11 @@ and asks for the run."""
 import dagster as dg
 
 from assets.metadata import markdown_table
-from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.graph import GraphArtifact
-from hier_pipeline.incremental.promotion import Promotion
 from hier_pipeline.incremental.update import BatchUpdate
+from hier_pipeline.release.promotion import Promotion
 from resources import DatasetResource, StorageResource
 
 GROUP = "arrivals"

@@ -9,8 +9,8 @@ import dagster as dg
 from pydantic import Field
 
 from assets.metadata import markdown_table
-from hier_pipeline.atomic import write_atomically
 from hier_pipeline.dataset import LoadReport
+from hier_pipeline.files.atomic import write_atomically
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.artifact import (
     MAP_FILE,
@@ -79,7 +79,7 @@ def interest_hierarchy(
     the interest super-graph: primitives as nodes, PMI-weighted co-engagement edges from the
     funnel events (deeper stages weigh more) plus parent -> child edges. Its density is compared
     with the raw user-item graph's, and its stability with a tree grown from another seed."""
-    from hier_pipeline.interests.stage import build_interest_hierarchy
+    from hier_pipeline.interests.build import build_interest_hierarchy
 
     spec = dataset.spec()
     started = time.perf_counter()
@@ -145,8 +145,8 @@ def interest_tokens(
     softmax weights, descending the tree (`L0:07 L1:07.3 L2:07.3.12`), and the vocabulary: per
     token its parent, size, a label of the words that set its items apart (c-TF-IDF over the item
     text) and the items nearest its centroid. `hier interests ...` queries these files."""
+    from hier_pipeline.interests.build import build_interest_tokens
     from hier_pipeline.interests.plot import primitive_map
-    from hier_pipeline.interests.stage import build_interest_tokens
 
     spec = dataset.spec()
     folder = interest_folder(storage.folder(), spec.name)

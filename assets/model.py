@@ -8,7 +8,7 @@ import dagster as dg
 from pydantic import Field
 
 from assets.metadata import markdown_table, png_markdown
-from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.model.artifact import ModelArtifact
 from hier_pipeline.model.embeddings import EmbeddingArtifact
@@ -89,11 +89,11 @@ def interest_model(
 
     from hier_pipeline.evaluation.baselines import popularity_metrics
     from hier_pipeline.evaluation.plots import training_curves
-    from hier_pipeline.evaluation.window import target_window
     from hier_pipeline.model.artifact import save_model
     from hier_pipeline.model.checkpoint import resume_key
-    from hier_pipeline.model.serving import register_model
     from hier_pipeline.model.train import train_model
+    from hier_pipeline.ranking.window import target_window
+    from hier_pipeline.release.registry import register_model
     from hier_pipeline.tracking import flatten_params
 
     spec = dataset.spec()

@@ -7,9 +7,9 @@ import dagster as dg
 from pydantic import Field
 
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
-from hier_pipeline.incremental.promotion import Promotion
 from hier_pipeline.interests.artifact import TokensArtifact
 from hier_pipeline.model.artifact import ModelArtifact
+from hier_pipeline.release.promotion import Promotion
 from resources import DatasetResource, MLflowResource, StorageResource
 
 GROUP = "evaluation"  # the last step of a full run (full_retrain_job selects the group)
@@ -45,7 +45,7 @@ def promoted_interests(
     one stays, this run is tagged `hier/promotion=kept_previous` and the check
     `not_worse_than_serving` fails. Token ids of a promoted tree are matched to the serving
     tree's by item overlap, so interests that kept their meaning keep their ids."""
-    from hier_pipeline.incremental.promotion import PromotionConfig, promote, serving_folder
+    from hier_pipeline.release.promotion import PromotionConfig, promote, serving_folder
 
     spec = dataset.spec()
     core = PromotionConfig(config.metric, config.tolerance, config.min_overlap)

@@ -36,7 +36,7 @@ def new_batches(batches: list[str], cursor: str | None) -> list[str]:
 def arrivals_sensor(
     context: dg.SensorEvaluationContext, dataset: DatasetResource
 ) -> dg.SensorResult | dg.SkipReason:
-    from hier_pipeline.incremental.batches import list_batches
+    from hier_pipeline.dataset.arrivals import list_batches
 
     fresh = new_batches(list_batches(dataset.folder()), context.cursor)
     if not fresh:

@@ -45,7 +45,7 @@ def run(arguments: argparse.Namespace, work: Path) -> int:
     import torch
 
     from hier_pipeline.evaluation.baselines import BASELINES, Budget, evaluate_baselines
-    from hier_pipeline.pipeline import prepare
+    from hier_pipeline.pipeline.chain import prepare
     from hier_pipeline.synthetic import SyntheticConfig, generate_world
 
     torch.set_num_threads(arguments.threads)

@@ -54,7 +54,7 @@ def main() -> int:
     os.environ["BENCH_TRAIN"] = f"{arguments.epochs or ''},{arguments.steps or ''}"
     if arguments.dataset_dir is None:
         from hier_pipeline.synthetic import SyntheticConfig, generate_world
-        from hier_pipeline.synthetic.batch import BatchConfig, generate_batch
+        from hier_pipeline.synthetic.arrivals import BatchConfig, generate_batch
 
         world = generate_world(work / "world", SyntheticConfig(scale=arguments.scale))
         generate_batch(world, BATCH, BatchConfig(arguments.fraction, seed=arguments.seed))
@@ -106,13 +106,13 @@ def _full_run(folder: str, out: str) -> dict[str, Any]:
 
     from hier_pipeline.dataset import parse_dataset
     from hier_pipeline.graph import save_graph
+    from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
     from hier_pipeline.interests.hierarchy import HierarchyConfig
-    from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
     from hier_pipeline.interests.tokens import TokenConfig
     from hier_pipeline.model.artifact import save_model
     from hier_pipeline.model.embeddings import embed_entities
     from hier_pipeline.model.train import train_model
-    from hier_pipeline.pipeline import prepare
+    from hier_pipeline.pipeline.chain import prepare
 
     root, config = Path(out), _train_config()
     seconds: dict[str, float] = {}
@@ -180,10 +180,10 @@ def _quality(folder: str, out: str) -> dict[str, Any]:
     import torch
 
     from hier_pipeline.dataset import load_dataset, parse_dataset
+    from hier_pipeline.dataset.arrivals import with_batches
     from hier_pipeline.evaluation.compare import Comparison, evaluate_models
     from hier_pipeline.evaluation.report import OURS
     from hier_pipeline.graph import build_graph, default_split, load_graph
-    from hier_pipeline.incremental.batches import with_batches
     from hier_pipeline.interests.artifact import load_tokens
     from hier_pipeline.interests.entities import primary_keys
     from hier_pipeline.interests.index import InterestIndex

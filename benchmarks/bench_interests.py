@@ -55,10 +55,10 @@ def main() -> int:
     import pandas as pd
 
     from hier_pipeline.dataset import parse_dataset
+    from hier_pipeline.files.home import default_home
     from hier_pipeline.graph import default_split, load_graph
     from hier_pipeline.interests.hierarchy import HierarchyConfig
     from hier_pipeline.model.embeddings import EmbeddingArtifact
-    from hier_pipeline.paths import default_home
 
     home = (arguments.home or default_home()).resolve()
     name = arguments.name or _only(p.stem for p in (home / "graphs").glob("*.pt"))
@@ -101,7 +101,7 @@ def _only(candidates: Any) -> Any:
 
 def _embed_as_of(home: Path, name: str, graph: Any, as_of: int, path: Path) -> Any:
     """Every entity embedded by the materialised model from its neighbourhood before `as_of`."""
-    from hier_pipeline.content.stage import ContentArtifact
+    from hier_pipeline.content.tables import ContentArtifact
     from hier_pipeline.model.artifact import ModelArtifact
     from hier_pipeline.model.embeddings import embed_entities
     from hier_pipeline.model.train import TrainConfig
@@ -199,9 +199,9 @@ def _retrieval(embeddings: Any, graph: Any, split: Any, tree: Any) -> dict[str, 
     import torch
 
     from hier_pipeline.evaluation.baselines import popularity_metrics
-    from hier_pipeline.evaluation.metrics import evaluate_embeddings, ranking_metrics
-    from hier_pipeline.evaluation.window import target_window
     from hier_pipeline.interests.tokens import InvertedIndex, TokenConfig, assign_tokens
+    from hier_pipeline.ranking.metrics import evaluate_embeddings, ranking_metrics
+    from hier_pipeline.ranking.window import target_window
 
     meta = graph.metadata
     vectors = embeddings.load()
@@ -232,8 +232,8 @@ def _latency(
     embeddings: Any, graph: Any, spec: Any, database: Path, config: Any, scratch: str
 ) -> dict[str, float]:
     """Median milliseconds per query over 100 calls, on the index over freshly built outputs."""
+    from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
     from hier_pipeline.interests.index import InterestIndex
-    from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
     from hier_pipeline.interests.tokens import TokenConfig
 
     folder = Path(scratch) / "interests"

@@ -25,7 +25,7 @@ from bench_model import variants
 from torch import Tensor
 
 from hier_pipeline.content import ContentConfig, TextEncoder, embed_content
-from hier_pipeline.content.stage import ContentArtifact, embed_tables
+from hier_pipeline.content.tables import ContentArtifact, embed_tables
 from hier_pipeline.content.text_encoder import packaged_model_dir
 from hier_pipeline.dataset import parse_dataset
 from hier_pipeline.dataset.sql import open_database, quote
@@ -39,9 +39,9 @@ from hier_pipeline.graph import (
     save_graph,
 )
 from hier_pipeline.interests.artifact import HIERARCHY_FILE, HierarchyArtifact, load_tokens
+from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.entities import item_texts
 from hier_pipeline.interests.hierarchy import HierarchyConfig
-from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import load_model, save_model
 from hier_pipeline.model.embeddings import EmbeddingArtifact, embed_entities

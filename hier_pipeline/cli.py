@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hier_pipeline.dataset import DatasetError, load_dataset, parse_dataset
-from hier_pipeline.paths import default_home
+from hier_pipeline.files.home import default_home
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -97,7 +97,7 @@ def _generate(arguments: argparse.Namespace) -> int:
 
 
 def _generate_batch(arguments: argparse.Namespace) -> int:
-    from hier_pipeline.synthetic.batch import BatchConfig, generate_batch
+    from hier_pipeline.synthetic.arrivals import BatchConfig, generate_batch
 
     config = BatchConfig(products_fraction=arguments.fraction, seed=arguments.seed)
     print(generate_batch(arguments.dataset_dir, arguments.name, config))
@@ -106,7 +106,7 @@ def _generate_batch(arguments: argparse.Namespace) -> int:
 
 def _train(arguments: argparse.Namespace) -> int:
     from hier_pipeline.model.train import TrainConfig
-    from hier_pipeline.pipeline import fit
+    from hier_pipeline.pipeline.chain import fit
 
     chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
     config = TrainConfig(**{k: v for k, v in chosen.items() if v is not None})
@@ -163,8 +163,8 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     from hier_pipeline.evaluation.ablations import check_ablations
     from hier_pipeline.evaluation.baselines import BASELINES
     from hier_pipeline.evaluation.report import HEADLINE
-    from hier_pipeline.evaluation.run import EvaluateConfig, evaluate_dataset
     from hier_pipeline.model.train import TrainConfig
+    from hier_pipeline.pipeline.evaluate import EvaluateConfig, evaluate_dataset
 
     chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
     config = EvaluateConfig(train=TrainConfig(**{k: v for k, v in chosen.items() if v is not None}))
@@ -250,8 +250,8 @@ def _interests(arguments: argparse.Namespace) -> int:
     """Exit 2 with a one-line reason when the outputs or an id are missing."""
     from dataclasses import asdict
 
-    from hier_pipeline.incremental.promotion import find_serving_folder
     from hier_pipeline.interests.index import InterestIndex, UnknownEntityError
+    from hier_pipeline.release.promotion import find_serving_folder
 
     try:
         index = InterestIndex.open(find_serving_folder(default_home(), arguments.dataset))

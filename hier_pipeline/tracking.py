@@ -26,7 +26,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from hier_pipeline.config_hash import config_hash
-from hier_pipeline.dataset.lock import exclusive_lock
+from hier_pipeline.files.lock import exclusive_lock
 
 CONNECT_TIMEOUT_SECONDS = 5.0
 GIT_COMMIT_ENV = "HIER_GIT_COMMIT"  # set in images built without .git (deploy/)

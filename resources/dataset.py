@@ -8,9 +8,9 @@ import dagster as dg
 from pydantic import Field
 
 from hier_pipeline.dataset import DatasetSpec, parse_dataset
-from hier_pipeline.dataset.source import SYNTHETIC, dataset_folder
-from hier_pipeline.incremental.batches import with_batches
-from hier_pipeline.paths import default_home
+from hier_pipeline.dataset.arrivals import with_batches
+from hier_pipeline.files.home import default_home
+from hier_pipeline.pipeline.source import SYNTHETIC, dataset_folder
 
 
 class DatasetResource(dg.ConfigurableResource):

@@ -7,7 +7,7 @@ from pathlib import Path
 import dagster as dg
 from pydantic import Field
 
-from hier_pipeline.paths import default_home
+from hier_pipeline.files.home import default_home
 
 
 class StorageResource(dg.ConfigurableResource):

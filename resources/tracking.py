@@ -8,7 +8,7 @@ from contextlib import contextmanager
 import dagster as dg
 from pydantic import Field
 
-from hier_pipeline.paths import default_home
+from hier_pipeline.files.home import default_home
 from hier_pipeline.tracking import TrackedRun, tracked_run
 
 UI_URL = "http://127.0.0.1:5000"  # where `make mlflow` serves the UI

@@ -35,7 +35,7 @@ def synthetic_pipeline(
     synthetic_world: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[object, dict, object]:
     """(graph, content vectors, split) of the tiny synthetic world, built once for model tests."""
-    from hier_pipeline.content.stage import embed_tables
+    from hier_pipeline.content.tables import embed_tables
     from hier_pipeline.dataset import load_dataset, parse_dataset
     from hier_pipeline.graph import build_graph, default_split
 

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from hier_pipeline.atomic import atomic_path, partial_files
+from hier_pipeline.files.atomic import atomic_path, partial_files
 
 log = logging.getLogger(__name__)
 

@@ -3,10 +3,10 @@ accepted rows into DuckDB with every rejected row quarantined and counted."""
 
 from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.loader import LoadConfig, load_dataset
-from hier_pipeline.dataset.lock import DatabaseInUseError
 from hier_pipeline.dataset.parse import parse_dataset
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.spec import DatasetSpec, EventView, Roles, TableSpec
+from hier_pipeline.files.lock import DatabaseInUseError
 
 __all__ = [
     "DatabaseInUseError",

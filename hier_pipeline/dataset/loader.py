@@ -16,9 +16,7 @@ from pathlib import Path
 
 import duckdb
 
-from hier_pipeline.atomic import atomic_path
 from hier_pipeline.dataset.errors import DatasetError
-from hier_pipeline.dataset.lock import exclusive_lock
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import (
     ForeignKeyJoin,
@@ -31,6 +29,8 @@ from hier_pipeline.dataset.schema import check_against_files, read_schemas
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
 from hier_pipeline.dataset.sql import count_rows, open_database, quote
 from hier_pipeline.dataset.staging import QUARANTINE_DDL, stage_file, topological_order
+from hier_pipeline.files.atomic import atomic_path
+from hier_pipeline.files.lock import exclusive_lock
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ from hier_pipeline.evaluation.baselines.evaluate import (
     evaluate_baselines,
 )
 from hier_pipeline.evaluation.baselines.recommender import Budget, Recommender
-from hier_pipeline.evaluation.ours import (
+from hier_pipeline.evaluation.interest_recommender import (
     EmbeddingRecommender,
     TokenRecommender,
     content_item_vectors,
@@ -45,7 +45,6 @@ from hier_pipeline.evaluation.ours import (
 )
 from hier_pipeline.evaluation.report import OURS, EvaluationReport, HierarchyScores
 from hier_pipeline.evaluation.truth import level_scores
-from hier_pipeline.evaluation.window import EvaluationWindow
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
@@ -53,7 +52,8 @@ from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
-from hier_pipeline.model.train import history_scores
+from hier_pipeline.model.infer import history_scores
+from hier_pipeline.ranking.window import EvaluationWindow
 
 TOKENS = f"{OURS}_tokens"
 

@@ -5,13 +5,24 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-    from hier_pipeline.evaluation.report import LevelScore
+
+class LevelAgreement(Protocol):
+    """One level of a tree against the truth (the report's `LevelScore`); charts stay below the
+    report, which draws them."""
+
+    @property
+    def size(self) -> int: ...
+    @property
+    def nmi(self) -> float | None: ...
+    @property
+    def ari(self) -> float | None: ...
+
 
 # Black: not in the default colour cycle, so no other model shares our line colour.
 OURS_COLOUR = "#000000"
@@ -59,7 +70,7 @@ def bar_chart(
     return _png(figure)
 
 
-def hierarchy_chart(levels: Sequence[LevelScore]) -> bytes:
+def hierarchy_chart(levels: Sequence[LevelAgreement]) -> bytes:
     """NMI and ARI per level, coarse to fine, labelled with each level's primitive count."""
     figure, plot = _figure()
     positions = range(len(levels))

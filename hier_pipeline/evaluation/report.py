@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hier_pipeline.atomic import write_atomically
+from hier_pipeline.files.atomic import write_atomically
 
 OURS = "hier"
 HEADLINE = ("map@10", "recall@50", "ndcg@10", "cold_item_recall@50")

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 from torch_geometric.data import HeteroData
 
-from hier_pipeline.atomic import atomic_path
+from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.graph.build import GraphMetadata, RelationalGraph
 
 

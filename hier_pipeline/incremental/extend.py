@@ -21,7 +21,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
 
-from hier_pipeline.content.stage import ContentArtifact, content_tables, embed_tables
+from hier_pipeline.content.tables import ContentArtifact, content_tables, embed_tables
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.dataset.sql import connect, count_rows, quote
 from hier_pipeline.graph.build import (

@@ -6,7 +6,7 @@ The dataset's entities that the batch's rows point at (the users whose events ar
 advertiser's new products) are embedded again too, as of the batch: their neighbourhood changed,
 and a user who just engaged with new items should be matched to them. Nothing else is recomputed:
 the model, the tree, the dataset's embeddings and tokens stay as they are; what the batch adds is
-one file beside the tokens (`interests/batches.py`) that `InterestIndex.open` merges, so the
+one file beside the tokens (`interests/arrivals.py`) that `InterestIndex.open` merges, so the
 retrieval API answers for the new entities, and with the refreshed ones, at once.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
@@ -27,8 +27,8 @@ from hier_pipeline.graph.neighbourhood import recent_neighbourhood
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_content
 from hier_pipeline.incremental.validate import validate_batch
+from hier_pipeline.interests.arrivals import BatchTokens, fingerprint, save_batch_tokens
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
-from hier_pipeline.interests.batches import BatchTokens, fingerprint, save_batch_tokens
 from hier_pipeline.interests.entities import keys_of_rows, primary_keys
 from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
 from hier_pipeline.model.artifact import load_model

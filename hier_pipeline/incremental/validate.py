@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 
+from hier_pipeline.dataset.arrivals import batch_files, batch_spec
 from hier_pipeline.dataset.loader import (
     LoadConfig,
     building_database,
@@ -25,7 +26,6 @@ from hier_pipeline.dataset.rules import ForeignKeyJoin, needs_text_cast
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
 from hier_pipeline.dataset.sql import count_rows, quote
 from hier_pipeline.dataset.staging import stage_file, topological_order
-from hier_pipeline.incremental.batches import batch_files, batch_spec
 
 BASE = "base"  # the catalog the dataset's warehouse is attached under
 

@@ -2,7 +2,7 @@
 retrieval over them.
 
 Light on purpose (torch and pandas only) so that `hier interests ...` answers quickly; the stage
-that builds everything from a graph and its embeddings is `hier_pipeline.interests.stage`, the
+that builds everything from a graph and its embeddings is `hier_pipeline.interests.build`, the
 agreement metrics are in `hier_pipeline.interests.quality`.
 """
 

@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
-from hier_pipeline.atomic import atomic_path
+from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.supergraph import SuperGraph
 from hier_pipeline.interests.tokens import TokenBags

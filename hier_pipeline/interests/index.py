@@ -17,6 +17,7 @@ import pandas as pd
 import torch
 from torch import Tensor
 
+from hier_pipeline.interests.arrivals import BatchTokens, load_batch_tokens, merge_batches
 from hier_pipeline.interests.artifact import (
     TOKENS_FILE,
     VOCABULARY_FILE,
@@ -24,7 +25,6 @@ from hier_pipeline.interests.artifact import (
     load_hierarchy,
     load_tokens,
 )
-from hier_pipeline.interests.batches import BatchTokens, load_batch_tokens, merge_batches
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import LEVEL_WEIGHT, InvertedIndex
 

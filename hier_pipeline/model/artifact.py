@@ -9,7 +9,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from hier_pipeline.atomic import atomic_path
+from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.model.attention import AttentionConfig
 from hier_pipeline.model.factory import GraphEncoder, build_model

@@ -10,18 +10,25 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
-from hier_pipeline.atomic import atomic_path
 from hier_pipeline.config_hash import config_hash
-
-if TYPE_CHECKING:
-    from hier_pipeline.model.train import Trainer
+from hier_pipeline.files.atomic import atomic_path
 
 LAST = "last.pt"
+
+
+@dataclass(frozen=True)
+class Restorable:
+    """What a checkpoint saves of a training and puts back: its modules (model, teacher, ...), the
+    optimizer and every random generator it draws from, each under a stable name."""
+
+    modules: Mapping[str, nn.Module]
+    optimizer: torch.optim.Optimizer
+    generators: Mapping[str, np.random.Generator]
 
 
 @dataclass
@@ -30,14 +37,6 @@ class CheckpointState:
     best_epoch: int
     best_map: float
     best_weights: dict[str, Tensor]
-
-
-def _generators(trainer: Trainer) -> dict[str, Any]:
-    return {
-        "trainer": trainer.rng.bit_generator,
-        "examples": trainer.examples.rng.bit_generator,
-        "sampler": trainer.sampler.rng.bit_generator,
-    }
 
 
 def resume_key(params: Mapping[str, object], inputs: Sequence[Path]) -> str:
@@ -50,7 +49,7 @@ def resume_key(params: Mapping[str, object], inputs: Sequence[Path]) -> str:
 
 def save_checkpoint(
     folder: Path,
-    trainer: Trainer,
+    training: Restorable,
     history: list[dict[str, float]],
     best_epoch: int,
     best_map: float,
@@ -58,35 +57,34 @@ def save_checkpoint(
 ) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     payload = {
-        "model": trainer.model.state_dict(),
-        "teacher": trainer.teacher.state_dict(),
-        "distillation": trainer.distillation.state_dict(),
-        "optimizer": trainer.optimizer.state_dict(),
+        **{name: module.state_dict() for name, module in training.modules.items()},
+        "optimizer": training.optimizer.state_dict(),
         "history": history,
         "best_epoch": best_epoch,
         "best_map": best_map,
         "best_weights": best_weights,
         "torch_rng": torch.get_rng_state(),
-        "numpy_rng": {name: generator.state for name, generator in _generators(trainer).items()},
+        "numpy_rng": {
+            name: generator.bit_generator.state for name, generator in training.generators.items()
+        },
     }
     with atomic_path(folder / LAST) as partial:
         torch.save(payload, partial)
     return folder / LAST
 
 
-def load_checkpoint(folder: Path, trainer: Trainer) -> CheckpointState | None:
-    """Restore `trainer` from `folder/last.pt` if it exists; None for a fresh start."""
+def load_checkpoint(folder: Path, training: Restorable) -> CheckpointState | None:
+    """Restore `training` from `folder/last.pt` if it exists; None for a fresh start."""
     path = folder / LAST
     if not path.is_file():
         return None
     payload = torch.load(path, weights_only=True)
-    trainer.model.load_state_dict(payload["model"])
-    trainer.teacher.load_state_dict(payload["teacher"])
-    trainer.distillation.load_state_dict(payload["distillation"])
-    trainer.optimizer.load_state_dict(payload["optimizer"])
+    for name, module in training.modules.items():
+        module.load_state_dict(payload[name])
+    training.optimizer.load_state_dict(payload["optimizer"])
     torch.set_rng_state(payload["torch_rng"])
-    for name, generator in _generators(trainer).items():
-        generator.state = payload["numpy_rng"][name]
+    for name, generator in training.generators.items():
+        generator.bit_generator.state = payload["numpy_rng"][name]
     return CheckpointState(
         payload["history"], payload["best_epoch"], payload["best_map"], payload["best_weights"]
     )

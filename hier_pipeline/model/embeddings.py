@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from hier_pipeline.atomic import atomic_path
+from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.model.batch import GraphContext

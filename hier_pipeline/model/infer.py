@@ -16,6 +16,8 @@ from torch_geometric.data import HeteroData
 from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.model.batch import GraphContext, make_batch
 from hier_pipeline.model.factory import GraphEncoder
+from hier_pipeline.model.history import InteractionHistory
+from hier_pipeline.ranking.metrics import PairScores
 
 
 @torch.inference_mode()
@@ -49,3 +51,18 @@ def embed_nodes(
             progress(min(start + chunk, len(nodes)))
     model.train(was_training)
     return torch.cat(parts) if parts else torch.zeros(0, model.config.dim)
+
+
+def history_scores(
+    model: GraphEncoder,
+    history: InteractionHistory,
+    users: Tensor,
+    as_of: int,
+) -> PairScores | None:
+    """The history term of a full ranking, for each user's items engaged before `as_of`."""
+    bias = model.history_bias
+    if bias is None:
+        return None
+    rows, items, features = history.pairs_of(users, as_of)
+    with torch.no_grad():
+        return PairScores(rows, items, bias(features))

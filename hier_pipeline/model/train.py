@@ -20,13 +20,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hier_pipeline.evaluation.metrics import PairScores, evaluate_embeddings
-from hier_pipeline.evaluation.window import target_window
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
 from hier_pipeline.model.batch import GraphContext, ModelBatch, make_batch
-from hier_pipeline.model.checkpoint import load_checkpoint, save_checkpoint
+from hier_pipeline.model.checkpoint import Restorable, load_checkpoint, save_checkpoint
 from hier_pipeline.model.distill import (
     DistillationConfig,
     DistillationLoss,
@@ -37,10 +35,12 @@ from hier_pipeline.model.distributed import average_gradients, join_cluster
 from hier_pipeline.model.examples import ExampleBatch, ExampleSampler
 from hier_pipeline.model.factory import GraphEncoder, build_model
 from hier_pipeline.model.history import InteractionHistory
-from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.infer import embed_nodes, history_scores
 from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
 from hier_pipeline.model.network import InterestModel, ModelConfig
+from hier_pipeline.ranking.metrics import evaluate_embeddings
+from hier_pipeline.ranking.window import target_window
 
 if TYPE_CHECKING:
     from hier_pipeline.tracking import TrackedRun
@@ -139,6 +139,22 @@ class Trainer:
         self.cluster = join_cluster()
         self.window = target_window(
             self.graph, self.split.t1, self.split.t2, self.config.max_eval_users, self.config.seed
+        )
+
+    def restorable(self) -> Restorable:
+        """The state a checkpoint keeps: resumed, the run draws the same examples and neighbours."""
+        return Restorable(
+            modules={
+                "model": self.model,
+                "teacher": self.teacher,
+                "distillation": self.distillation,
+            },
+            optimizer=self.optimizer,
+            generators={
+                "trainer": self.rng,
+                "examples": self.examples.rng,
+                "sampler": self.sampler.rng,
+            },
         )
 
     def step(self) -> dict[str, float]:
@@ -314,21 +330,6 @@ class Trainer:
         return {f"val/{name}": value for name, value in metrics.items()}
 
 
-def history_scores(
-    model: GraphEncoder,
-    history: InteractionHistory,
-    users: Tensor,
-    as_of: int,
-) -> PairScores | None:
-    """The history term of a full ranking, for each user's items engaged before `as_of`."""
-    bias = model.history_bias
-    if bias is None:
-        return None
-    rows, items, features = history.pairs_of(users, as_of)
-    with torch.no_grad():
-        return PairScores(rows, items, bias(features))
-
-
 @dataclass
 class Budget:
     """Training seconds allowed and used; `None` allows any."""
@@ -354,7 +355,7 @@ def train_model(
 ) -> TrainResult:
     """Train with early stopping on validation MAP@k; resumes from `checkpoint_dir/last.pt` if any."""
     trainer = Trainer(graph, content, split, config)
-    state = load_checkpoint(checkpoint_dir, trainer) if checkpoint_dir else None
+    state = load_checkpoint(checkpoint_dir, trainer.restorable()) if checkpoint_dir else None
     history: list[dict[str, float]] = state.history if state else []
     best_epoch, best_map = (state.best_epoch, state.best_map) if state else (-1, -1.0)
     best_weights = state.best_weights if state else None
@@ -388,7 +389,9 @@ def train_model(
             )
         if checkpoint_dir is not None and trainer.cluster.is_main:
             assert best_weights is not None
-            save_checkpoint(checkpoint_dir, trainer, history, best_epoch, best_map, best_weights)
+            save_checkpoint(
+                checkpoint_dir, trainer.restorable(), history, best_epoch, best_map, best_weights
+            )
         if epoch - best_epoch >= config.patience or budget.spent():
             break
     if best_weights is not None:

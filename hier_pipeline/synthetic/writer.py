@@ -1,4 +1,4 @@
-"""Writing a sampled world as a dataset folder (DATASET_FORMAT.md) plus hidden ground truth.
+"""Writing a sampled world as a dataset folder (docs/dataset.md) plus hidden ground truth.
 
 The folder holds ``dataset.yaml``, one parquet file per table and ``images/``; ``truth/`` holds the
 planted hierarchy and assignments that no model may read (dataset.yaml never names it). Parquet is

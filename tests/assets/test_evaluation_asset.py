@@ -16,12 +16,12 @@ from mlflow.tracking import MlflowClient
 
 from assets.definitions import defs
 from assets.evaluation import evaluation_report_checks
-from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.graph import GraphArtifact, default_split, save_graph
+from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.hierarchy import HierarchyConfig
 from hier_pipeline.interests.index import InterestIndex
-from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import ModelArtifact, save_model
 from hier_pipeline.model.embeddings import embed_entities

@@ -16,7 +16,6 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from hier_pipeline.atomic import partial_files
 from hier_pipeline.content import (
     ContentConfig,
     EmbeddingCache,
@@ -25,6 +24,7 @@ from hier_pipeline.content import (
     TextEncoder,
     embed_content,
 )
+from hier_pipeline.files.atomic import partial_files
 
 DIM = 8
 

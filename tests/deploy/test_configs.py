@@ -31,7 +31,7 @@ def test_k8s_instance_launches_runs_in_pods_with_the_pipeline_settings() -> None
     launcher = config["run_launcher"]
     assert (launcher["module"], launcher["class"]) == ("dagster_k8s", "K8sRunLauncher")
     names = {item.split("=", 1)[0] for item in launcher["config"]["env_vars"]}
-    # what assets/definitions.py and hier_pipeline/paths.py read
+    # what assets/definitions.py and hier_pipeline/files/home.py read
     assert {"HIER_HOME", "HIER_DATASET", "MLFLOW_TRACKING_URI"} <= names
 
 

@@ -20,8 +20,8 @@ from hier_pipeline.evaluation.baselines import (
     tune,
 )
 from hier_pipeline.evaluation.baselines.interactions import DAY
-from hier_pipeline.evaluation.metrics import UserItems
-from hier_pipeline.evaluation.window import EvaluationWindow
+from hier_pipeline.ranking.metrics import UserItems
+from hier_pipeline.ranking.window import EvaluationWindow
 
 BEFORE = 100 * DAY
 

@@ -25,8 +25,7 @@ from hier_pipeline.evaluation.compare import (
     data_end,
     evaluate_models,
 )
-from hier_pipeline.evaluation.metrics import evaluate_embeddings
-from hier_pipeline.evaluation.ours import graph_vectors
+from hier_pipeline.evaluation.interest_recommender import graph_vectors
 from hier_pipeline.evaluation.report import EvaluationReport
 from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.graph import default_split
@@ -36,7 +35,9 @@ from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
-from hier_pipeline.model.train import history_scores, train_model
+from hier_pipeline.model.infer import history_scores
+from hier_pipeline.model.train import train_model
+from hier_pipeline.ranking.metrics import evaluate_embeddings
 from hier_pipeline.tracking import flatten_params
 from tests.interests.conftest import TINY
 

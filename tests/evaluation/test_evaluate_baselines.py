@@ -16,7 +16,7 @@ from hier_pipeline.evaluation.baselines import (
     repeat_rate,
     warm_window,
 )
-from hier_pipeline.evaluation.window import target_window
+from hier_pipeline.ranking.window import target_window
 
 
 def test_interactions_keep_positive_funnel_events_before_the_cutoff(synthetic_pipeline) -> None:

@@ -8,7 +8,7 @@ import torch
 from hier_pipeline.evaluation.baselines.evaluate import window_metrics
 from hier_pipeline.evaluation.baselines.protocol import keep_items
 from hier_pipeline.evaluation.baselines.recommender import recommend
-from hier_pipeline.evaluation.metrics import (
+from hier_pipeline.ranking.metrics import (
     UserItems,
     evaluate_embeddings,
     ranking_metrics,

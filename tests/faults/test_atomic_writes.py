@@ -16,11 +16,11 @@ import duckdb
 import numpy as np
 import pytest
 
-from hier_pipeline.atomic import atomic_path, partial_files
 from hier_pipeline.content.cache import EmbeddingCache
 from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.evaluation.report import EvaluationReport
+from hier_pipeline.files.atomic import atomic_path, partial_files
 from hier_pipeline.graph import build_graph, load_graph, save_graph
 from tests.builders import TINY_FILES, write_dataset
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from hier_pipeline.atomic import partial_files
 from hier_pipeline.dataset import DatabaseInUseError, load_dataset, parse_dataset
-from hier_pipeline.dataset.lock import exclusive_lock
 from hier_pipeline.dataset.sql import open_database
+from hier_pipeline.files.atomic import partial_files
+from hier_pipeline.files.lock import exclusive_lock
 from tests.builders import write_dataset
 
 SPAWN = multiprocessing.get_context("spawn")  # DuckDB's threads do not survive a fork

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hier_pipeline.atomic import atomic_path
+from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.tracking import TrackingUnavailable
 from resources import MLflowResource
 

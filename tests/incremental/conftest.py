@@ -15,13 +15,13 @@ from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph import GraphArtifact, RelationalGraph, save_graph
 from hier_pipeline.incremental.update import Current
 from hier_pipeline.interests.artifact import TokensArtifact
+from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.hierarchy import HierarchyConfig
-from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import save_model
 from hier_pipeline.model.embeddings import EmbeddingArtifact, embed_entities
 from hier_pipeline.model.train import train_model
-from hier_pipeline.synthetic.batch import BatchConfig, generate_batch
+from hier_pipeline.synthetic.arrivals import BatchConfig, generate_batch
 from tests.interests.conftest import TINY
 
 

@@ -12,9 +12,9 @@ import pytest
 from assets.definitions import defs
 from assets.incremental import ARRIVALS
 from assets.sensors import arrivals_sensor
-from hier_pipeline.content.stage import ContentArtifact
-from hier_pipeline.incremental.promotion import PromotionConfig, promote
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.interests.index import InterestIndex
+from hier_pipeline.release.promotion import PromotionConfig, promote
 from resources import DatasetResource, StorageResource
 from tests.incremental.conftest import Base
 from tests.interests.conftest import HandedOver

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from hier_pipeline.dataset import load_dataset, parse_dataset
-from hier_pipeline.incremental.batches import list_batches, with_batches
-from hier_pipeline.synthetic.batch import BatchConfig, generate_batch
+from hier_pipeline.dataset.arrivals import list_batches, with_batches
+from hier_pipeline.synthetic.arrivals import BatchConfig, generate_batch
 
 
 def test_batches_continue_ids_and_time_and_a_full_load_reads_them(

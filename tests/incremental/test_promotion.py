@@ -18,22 +18,22 @@ from assets.promotion import RUN_TAG, promotion_checks
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
 from hier_pipeline.graph import default_split
-from hier_pipeline.incremental.promotion import PromotionConfig, promote
 from hier_pipeline.interests.artifact import (
     HierarchyArtifact,
     TokensArtifact,
     load_hierarchy,
     save_hierarchy,
 )
+from hier_pipeline.interests.build import build_interest_tokens
 from hier_pipeline.interests.hierarchy import (
     InterestHierarchy,
     token_ids,
 )
 from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.interests.matching import stable_token_ids
-from hier_pipeline.interests.stage import build_interest_tokens
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import ModelArtifact, save_model
+from hier_pipeline.release.promotion import PromotionConfig, promote
 from resources import DatasetResource, MLflowResource, StorageResource
 from tests.incremental.conftest import Base
 from tests.interests.conftest import TINY, HandedOver

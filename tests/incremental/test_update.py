@@ -12,16 +12,16 @@ import pytest
 import torch
 
 from hier_pipeline.dataset import DatasetError, DatasetSpec, LoadReport, load_dataset
+from hier_pipeline.dataset.arrivals import batch_files, list_batches, with_batches
 from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.graph import RelationalGraph, build_graph
 from hier_pipeline.graph.columns import plan_columns
 from hier_pipeline.graph.features import FeatureConfig, encode_table
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.incremental.batches import batch_files, list_batches, with_batches
 from hier_pipeline.incremental.extend import batch_rows, extend_content
 from hier_pipeline.incremental.update import update_batch
 from hier_pipeline.incremental.validate import validate_batch
-from hier_pipeline.interests.batches import load_batch_tokens
+from hier_pipeline.interests.arrivals import load_batch_tokens
 from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.model.artifact import load_model

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from hier_pipeline.interests.batches import BatchTokens, merge_batches
+from hier_pipeline.interests.arrivals import BatchTokens, merge_batches
 from hier_pipeline.interests.tokens import TokenBags
 
 

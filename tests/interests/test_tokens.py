@@ -15,8 +15,8 @@ from hier_pipeline.interests import (
     assign_tokens,
     build_hierarchy,
 )
+from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.hierarchy import InterestHierarchy
-from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.tokens import LEVEL_WEIGHT, NO_TOKEN
 from tests.interests.conftest import InterestInputs
 from tests.interests.planted import planted_vectors

@@ -5,8 +5,8 @@ import math
 import numpy as np
 import torch
 
-from hier_pipeline.evaluation.metrics import PairScores, topk_in_chunks
 from hier_pipeline.model.history import HistoryBias, InteractionHistory
+from hier_pipeline.ranking.metrics import PairScores, topk_in_chunks
 
 DAY = 86_400
 # user 0 bought item 2 on days 1 and 3 (channel 1) and viewed item 1 on day 2 (channel 0);

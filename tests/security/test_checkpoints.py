@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from hier_pipeline.content.stage import ContentArtifact
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.graph import load_graph
 from hier_pipeline.interests.artifact import load_hierarchy, load_tokens
 from hier_pipeline.model.embeddings import EmbeddingArtifact

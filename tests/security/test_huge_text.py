@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hier_pipeline.content.stage import embed_tables
+from hier_pipeline.content.tables import embed_tables
 from hier_pipeline.content.text_encoder import TextEncoder, TextEncoderConfig, text_char_limit
 from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.dataset.sql import MAX_CSV_LINE_BYTES, open_database

@@ -45,10 +45,10 @@ from hier_pipeline.evaluation.baselines.protocol import (
 from hier_pipeline.evaluation.baselines.recommender import Budget, Recommender
 from hier_pipeline.evaluation.baselines.repeat import Repeat
 from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit_and_rank, tune
-from hier_pipeline.evaluation.metrics import UserItems, ranking_metrics
-from hier_pipeline.evaluation.window import EvaluationWindow
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
+from hier_pipeline.ranking.metrics import UserItems, ranking_metrics
+from hier_pipeline.ranking.window import EvaluationWindow
 
 COLD_K = 50
 FIT_BUDGET = Budget(steps=1000, seconds=120.0)  # per fit of a trained baseline

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from hier_pipeline.evaluation.metrics import UserItems
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.model.losses import default_stage_weights
+from hier_pipeline.ranking.metrics import UserItems
 
 DAY = 86_400
 

@@ -6,9 +6,9 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import DAY, Interactions
-from hier_pipeline.evaluation.metrics import ranking_metrics
-from hier_pipeline.evaluation.window import EvaluationWindow
 from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.ranking.metrics import ranking_metrics
+from hier_pipeline.ranking.window import EvaluationWindow
 
 
 class Popularity:

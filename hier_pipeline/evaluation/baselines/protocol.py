@@ -7,9 +7,9 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions, csr_entries
-from hier_pipeline.evaluation.metrics import UserItems
-from hier_pipeline.evaluation.window import EvaluationWindow, target_window
 from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.ranking.metrics import UserItems
+from hier_pipeline.ranking.window import EvaluationWindow, target_window
 
 REPEAT_THRESHOLD = 0.05
 

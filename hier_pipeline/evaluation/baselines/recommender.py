@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.metrics import UserItems
+from hier_pipeline.ranking.metrics import UserItems
 
 # The score of an item a model cannot score at all (unknown to a collaborative model, outside
 # EASE's item subset): below every real score, and still ordered by the popularity tie-break.

@@ -12,8 +12,8 @@ from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
 from hier_pipeline.evaluation.baselines.recommender import Recommender, recommend
-from hier_pipeline.evaluation.metrics import ranking_metrics
-from hier_pipeline.evaluation.window import EvaluationWindow
+from hier_pipeline.ranking.metrics import ranking_metrics
+from hier_pipeline.ranking.window import EvaluationWindow
 
 Setting = dict[str, Any]
 

@@ -11,7 +11,6 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.metrics import PairScores
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.interests.hierarchy import InterestHierarchy
@@ -20,6 +19,7 @@ from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.network import InterestModel
+from hier_pipeline.ranking.metrics import PairScores
 
 
 class Frozen:

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hier_pipeline.atomic import atomic_path
 from hier_pipeline.content.embed import ContentConfig, ContentEmbeddings, embed_content
 from hier_pipeline.content.image_encoder import ImageEncoder
 from hier_pipeline.content.text_encoder import TextEncoder, text_char_limit
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
 from hier_pipeline.dataset.sql import open_database, quote
+from hier_pipeline.files.atomic import atomic_path
 
 
 @dataclass(frozen=True)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import torch
 
-from hier_pipeline.atomic import write_atomically
-from hier_pipeline.content.stage import embed_tables
+from hier_pipeline.content.tables import embed_tables
 from hier_pipeline.dataset import load_dataset, parse_dataset
+from hier_pipeline.files.atomic import write_atomically
 from hier_pipeline.graph import RelationalGraph, TemporalSplit, build_graph, default_split
 from hier_pipeline.model.artifact import save_model
 from hier_pipeline.model.distributed import join_cluster

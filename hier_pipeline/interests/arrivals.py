@@ -15,7 +15,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from hier_pipeline.atomic import atomic_path
+from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.interests.tokens import TokenBags
 
 BATCHES = "batches"

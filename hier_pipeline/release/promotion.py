@@ -3,7 +3,7 @@ evaluation does not score them worse on the target metric than the serving ones,
 tolerance. Otherwise the serving folder stays as it was, and the caller marks the run.
 
 The serving folder (`<home>/promoted/<dataset>/`) is self-contained: the model checkpoint beside
-the published tokens, vocabulary, tree and embeddings (`evaluation.publish.publish_tokens`), and a
+the published tokens, vocabulary, tree and embeddings (`release.publish.publish_tokens`), and a
 manifest with the metrics it was promoted on. It is written beside the old one and swapped in by
 renames. Token ids of the new tree are matched to the serving tree's (`interests/matching.py`)
 before the swap, so a retrain renames only the interests whose meaning changed.
@@ -22,8 +22,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from hier_pipeline.atomic import atomic_path
-from hier_pipeline.evaluation.publish import MANIFEST_FILE, publish_tokens
+from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.interests.artifact import (
     HIERARCHY_FILE,
     TOKENS_FILE,
@@ -34,6 +33,7 @@ from hier_pipeline.interests.artifact import (
     load_tokens,
 )
 from hier_pipeline.interests.matching import stable_token_ids
+from hier_pipeline.release.publish import MANIFEST_FILE, publish_tokens
 
 PROMOTED = "promoted"
 MODEL_FILE = "model.pt"

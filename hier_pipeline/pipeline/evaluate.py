@@ -18,13 +18,13 @@ from hier_pipeline.evaluation.baselines.recommender import Budget
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
 from hier_pipeline.evaluation.truth import item_truth
+from hier_pipeline.files.home import default_home
+from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.hierarchy import HierarchyConfig
-from hier_pipeline.interests.stage import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.train import TrainConfig, train_model
-from hier_pipeline.paths import default_home
-from hier_pipeline.pipeline import prepare
+from hier_pipeline.pipeline.chain import prepare
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """New arrivals for a generated world: a batch of new advertisers, their new products and the
 first funnel events of existing users on them, written as `incoming/<batch>/` (see
-`hier_pipeline.incremental.batches`).
+`hier_pipeline.dataset.arrivals`).
 
 Products follow the planted hierarchy (a fine interest inside one of the advertiser's mids), and
 the users who meet them are drawn by their planted weight on that interest, so the batch carries
@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from hier_pipeline.incremental.batches import BATCH_NAME, INCOMING, incoming_folder, list_batches
+from hier_pipeline.dataset.arrivals import BATCH_NAME, INCOMING, incoming_folder, list_batches
 from hier_pipeline.synthetic import vocabulary as voc
 from hier_pipeline.synthetic.images import product_image
 from hier_pipeline.synthetic.world import DAY, EVENT_TYPES, HOUR

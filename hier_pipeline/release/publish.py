@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from hier_pipeline.atomic import atomic_path, write_atomically
+from hier_pipeline.files.atomic import atomic_path, write_atomically
 from hier_pipeline.interests.artifact import HIERARCHY_FILE, TokensArtifact, save_tokens
 
 EMBEDDINGS_FILE = "embeddings.pt"

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from hier_pipeline.evaluation.metrics import UserItems
 from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.ranking.metrics import UserItems
 
 
 @dataclass(frozen=True)
