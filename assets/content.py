@@ -1,4 +1,4 @@
-"""Stage 2, content: pretrained text and image vectors for every entity that has content."""
+"""Asset group `content`: pretrained text and image vectors for every entity that has content."""
 
 from collections.abc import Iterator
 

@@ -1,4 +1,4 @@
-"""Stage 5, evaluation: the report that compares our model with its ablations and the baselines,
+"""Asset group `evaluation`: the report that compares our model with its ablations and the baselines,
 the quality gate on it, and the interest tokens published once the gate is passed.
 
 The gate: `beats_popularity` is a blocking check of `evaluation_report`. In a run that includes
@@ -10,14 +10,12 @@ report itself too, so a run that selects it alone cannot publish a losing model 
 from collections.abc import Iterator
 
 import dagster as dg
-from pydantic import Field
 
+from assets.config import EvaluationLaunchConfig
 from assets.metadata import markdown_table
-from assets.model import TrainingConfig
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
-from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY
-from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELINES
+from hier_pipeline.evaluation.ablations import CONTENT_ONLY
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
@@ -28,35 +26,10 @@ GROUP = "evaluation"
 GATE = "popularity"  # the baseline our model must beat for its tokens to be published
 
 
-class EvaluationConfig(TrainingConfig):
-    """What to compare. The trained ablations use the inherited training knobs: keep them equal to
-    `interest_model`'s (the defaults are); a different architecture is refused."""
-
-    # Only the free ablation by default: each trained one costs a full interest_model fit, which
-    # would triple the demo. `hier evaluate` trains all of them.
-    ablations: list[str] = Field(
-        default_factory=lambda: [CONTENT_ONLY],
-        description=f"ablations of our model to score, of {list(ABLATIONS)}; each but "
-        f"{CONTENT_ONLY} trains a model of its own (as long as interest_model's fit)",
-    )
-    baselines: list[str] = Field(
-        default_factory=lambda: list(QUICK_BASELINES),
-        description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default "
-        "leaves out the trained ones (minutes per fit; `hier evaluate` runs all)",
-    )
-    max_users: int = Field(default=1000, description="evaluated users (a fixed random subset)")
-    baseline_steps: int = Field(
-        default=1000, description="optimisation steps per fit of a trained baseline"
-    )
-    baseline_seconds: float = Field(
-        default=120.0, description="wall-clock cap per fit of a trained baseline"
-    )
-
-
 @dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, owners=["team:hier-pipeline"])
 def evaluation_report(
     context: dg.AssetExecutionContext,
-    config: EvaluationConfig,
+    config: EvaluationLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     mlflow: MLflowResource,
@@ -73,7 +46,7 @@ def evaluation_report(
     per level), token retrieval and stability. Written as report.md with plots and metrics.json,
     logged to MLflow (`eval/<model>/<metric>`), shown here."""
     from hier_pipeline.evaluation.ablations import same_architecture, train_ablations
-    from hier_pipeline.evaluation.baselines.recommender import Budget
+    from hier_pipeline.evaluation.baselines.recommender import FitBudget
     from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
     from hier_pipeline.evaluation.report import inline_images
     from hier_pipeline.evaluation.truth import item_truth
@@ -107,7 +80,7 @@ def evaluation_report(
             baselines=config.baselines,
             max_users=config.max_users,
             seed=config.seed,
-            budget=Budget(config.baseline_steps, config.baseline_seconds),
+            budget=FitBudget(config.baseline_steps, config.baseline_seconds),
         )
         inputs = hierarchy_inputs(interest_hierarchy, interest_tokens, truth)
         report = evaluate_models(

@@ -1,11 +1,11 @@
-"""Stage 2, graph: the database as one heterogeneous temporal graph, with its time split."""
+"""Asset group `graph`: the database as one heterogeneous temporal graph, with its time split."""
 
 import time
 from collections.abc import Iterator
 
 import dagster as dg
-from pydantic import Field
 
+from assets.config import GraphSplitLaunchConfig
 from assets.metadata import markdown_table
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.graph import GraphArtifact
@@ -14,17 +14,10 @@ from resources import DatasetResource, StorageResource
 GROUP = "graph"
 
 
-class GraphSplitConfig(dg.Config):
-    """Where the time split falls, as quantiles of the target (deepest) funnel stage's event times."""
-
-    train_fraction: float = Field(default=0.7, description="share of target events before t1")
-    validate_fraction: float = Field(default=0.15, description="share of target events in [t1, t2)")
-
-
 @dg.asset(group_name=GROUP, kinds={"pytorch", "duckdb"}, owners=["team:hier-pipeline"])
 def relational_graph(
     context: dg.AssetExecutionContext,
-    config: GraphSplitConfig,
+    config: GraphSplitLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     raw_tables: LoadReport,

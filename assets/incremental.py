@@ -1,4 +1,4 @@
-"""Stage 6, arrivals: batches of new rows (`incoming/<batch>/`) fitted into what is materialised,
+"""Asset group `arrivals`: batches of new rows (`incoming/<batch>/`) fitted into what is materialised,
 without a retrain. One dynamic partition per batch, never per entity: `arrivals_sensor` adds it
 and asks for the run."""
 

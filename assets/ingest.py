@@ -1,4 +1,4 @@
-"""Stage 1, ingest: the dataset's tables, validated row by row into DuckDB."""
+"""Asset group `ingest`: the dataset's tables, validated row by row into DuckDB."""
 
 from collections.abc import Iterator
 

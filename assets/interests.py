@@ -1,4 +1,5 @@
-"""Stage 4, interests: the interest hierarchy with its super-graph, and Bag-of-Meaning tokens."""
+"""Asset group `interests`: the interest hierarchy with its super-graph, and Bag-of-Meaning
+tokens."""
 
 import base64
 import time
@@ -6,8 +7,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import dagster as dg
-from pydantic import Field
 
+from assets.config import HierarchyLaunchConfig, TokenLaunchConfig
 from assets.metadata import markdown_table
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.files.atomic import write_atomically
@@ -22,53 +23,16 @@ from hier_pipeline.model.embeddings import EmbeddingArtifact
 from resources import DatasetResource, StorageResource
 
 if TYPE_CHECKING:
-    from hier_pipeline.interests.hierarchy import HierarchyConfig
-    from hier_pipeline.interests.tokens import TokenConfig
+    pass
 
 GROUP = "interests"
 TOP_TOKENS = 12  # rows of the top-token table in the UI
 
 
-class InterestHierarchyConfig(dg.Config):
-    """Launchpad knobs of the tree (the rest keeps the defaults of `HierarchyConfig`)."""
-
-    levels: int = Field(default=3, description="levels of the tree, coarse -> fine")
-    items_per_leaf: int = Field(
-        default=24, description="items per finest primitive, when sizes are left to the data"
-    )
-    sizes: list[int] = Field(
-        default_factory=list,
-        description="primitives per level, coarse -> fine; empty: sized from the data",
-    )
-    seed: int = Field(
-        default=0, description="seed of the k-means runs (stability is measured against seed + 1)"
-    )
-
-    def to_core(self) -> "HierarchyConfig":
-        from hier_pipeline.interests.hierarchy import HierarchyConfig
-
-        return HierarchyConfig(
-            levels=self.levels,
-            items_per_leaf=self.items_per_leaf,
-            sizes=tuple(self.sizes) or None,
-            seed=self.seed,
-        )
-
-
-class InterestTokenConfig(dg.Config):
-    top_k: int = Field(default=3, description="tokens per level in each bag")
-    temperature: float = Field(default=0.1, description="softmax temperature of the bag weights")
-
-    def to_core(self) -> "TokenConfig":
-        from hier_pipeline.interests.tokens import TokenConfig
-
-        return TokenConfig(top_k=self.top_k, temperature=self.temperature)
-
-
 @dg.asset(group_name=GROUP, kinds={"pytorch"}, owners=["team:hier-pipeline"])
 def interest_hierarchy(
     context: dg.AssetExecutionContext,
-    config: InterestHierarchyConfig,
+    config: HierarchyLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     relational_graph: GraphArtifact,
@@ -134,7 +98,7 @@ def interest_hierarchy(
 @dg.asset(group_name=GROUP, kinds={"pytorch", "parquet"}, owners=["team:hier-pipeline"])
 def interest_tokens(
     context: dg.AssetExecutionContext,
-    config: InterestTokenConfig,
+    config: TokenLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     raw_tables: LoadReport,

@@ -1,12 +1,11 @@
-"""Stage 3, model: the trained interest model and the universal entity embeddings it infers."""
+"""Asset group `model`: the trained interest model and the universal entity embeddings it infers."""
 
-import shutil
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import dagster as dg
-from pydantic import Field
 
+from assets.config import TrainingLaunchConfig
 from assets.metadata import markdown_table, png_markdown
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.graph import GraphArtifact
@@ -15,65 +14,15 @@ from hier_pipeline.model.embeddings import EmbeddingArtifact
 from resources import DatasetResource, MLflowResource, StorageResource
 
 if TYPE_CHECKING:
-    from hier_pipeline.model.train import TrainConfig
+    pass
 
 GROUP = "model"
-
-
-class TrainingConfig(dg.Config):
-    """Launchpad knobs of a training run (the rest keeps the defaults of `TrainConfig`)."""
-
-    epochs: int = Field(
-        default=4, description="maximum epochs (early stopping on validation MAP@10)"
-    )
-    steps_per_epoch: int = Field(default=30, description="optimisation steps per epoch")
-    batch_size: int = Field(default=128, description="funnel positives per step")
-    dim: int = Field(default=64, description="embedding width")
-    layers: int = Field(default=2, description="graph-transformer layers")
-    num_primitives: int = Field(default=32, description="K, the global interest primitives")
-    use_attention_biases: bool = Field(
-        default=True, description="ablation: all five attention bias terms"
-    )
-    use_primitives: bool = Field(
-        default=True, description="ablation: the global primitive exchange"
-    )
-    use_distillation: bool = Field(
-        default=True, description="ablation: content <-> behaviour distillation"
-    )
-    use_history_bias: bool = Field(
-        default=True, description="ablation: the learned score for a user's own earlier items"
-    )
-    seed: int = Field(default=0, description="seed of initialisation and sampling")
-
-    def to_core(self) -> "TrainConfig":
-        # Imported here: torch-heavy modules would slow every code-location load.
-        from hier_pipeline.model.attention import AttentionConfig
-        from hier_pipeline.model.network import ModelConfig
-        from hier_pipeline.model.train import TrainConfig
-
-        attention = AttentionConfig.with_biases(self.use_attention_biases)
-        model = ModelConfig(
-            dim=self.dim,
-            layers=self.layers,
-            num_primitives=self.num_primitives,
-            use_primitives=self.use_primitives,
-            use_history_bias=self.use_history_bias,
-            attention=attention,
-        )
-        return TrainConfig(
-            model=model,
-            epochs=self.epochs,
-            steps_per_epoch=self.steps_per_epoch,
-            batch_size=self.batch_size,
-            use_distillation=self.use_distillation,
-            seed=self.seed,
-        )
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, owners=["team:hier-pipeline"])
 def interest_model(
     context: dg.AssetExecutionContext,
-    config: TrainingConfig,
+    config: TrainingLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     mlflow: MLflowResource,
@@ -87,50 +36,37 @@ def interest_model(
     rows in, embeddings out."""
     from dataclasses import asdict
 
-    from hier_pipeline.evaluation.baselines import popularity_metrics
     from hier_pipeline.evaluation.plots import training_curves
-    from hier_pipeline.model.artifact import save_model
     from hier_pipeline.model.checkpoint import resume_key
-    from hier_pipeline.model.train import train_model
-    from hier_pipeline.ranking.window import target_window
-    from hier_pipeline.release.registry import register_model
+    from hier_pipeline.pipeline.train import Registration, train_interest_model
     from hier_pipeline.tracking import flatten_params
 
     spec = dataset.spec()
     core = config.to_core()
-    graph, content = relational_graph.load(), content_embeddings.load()
-    split = relational_graph.split
     params = flatten_params(asdict(core))
-    checkpoints = storage.folder(
-        "checkpoints",
-        spec.name,
-        resume_key(params, [relational_graph.path, content_embeddings.path]),
-    )
+    inputs = [relational_graph.path, content_embeddings.path]
+    checkpoints = storage.folder("checkpoints", spec.name, resume_key(params, inputs))
+    path = storage.path("models", f"{spec.name}.pt")
     with mlflow.run(
         "interest_model",
         tags={"dataset": spec.name, "dagster_run_id": context.run_id},
         params=params,
     ) as run:
-        result = train_model(graph, content, split, core, run, checkpoints, context.log.info)
-        window = target_window(graph, split.t1, split.t2, core.max_eval_users, core.seed)
-        popularity = popularity_metrics(graph, window, split.t1, core.eval_k)
-        best = result.history[result.best_epoch]
-        run.log_metrics({f"baseline/popularity/{k}": v for k, v in popularity.items()})
-        path = storage.path("models", f"{spec.name}.pt")
-        save_model(result.model, path)
-        run.log_artifact(path, "model")
-        version = register_model(
-            run,
-            f"hier-{spec.name}",
+        trained = train_interest_model(
+            relational_graph.load(),
+            content_embeddings.load(),
+            relational_graph.split,
+            core,
             path,
-            relational_graph.path,
-            content_embeddings.path,
-            core.fanouts,
-            core.model.dim,
+            registration=Registration(
+                run, f"hier-{spec.name}", relational_graph.path, content_embeddings.path
+            ),
+            checkpoints=checkpoints,
+            progress=context.log.info,
         )
-    # Recovery points are for a killed run only: kept, the next materialisation with the same
-    # config would restore the finished state instead of training.
-    shutil.rmtree(checkpoints, ignore_errors=True)
+    result, popularity, version = trained.result, trained.popularity, trained.version
+    assert version is not None  # registered: a path and a registration were given
+    best = result.history[result.best_epoch]
     metrics = {k: v for k, v in best.items() if k.startswith("val/")}
     history = markdown_table(
         ["epoch", "total loss", "val MAP@10", "val recall@10", "seconds"],
@@ -177,7 +113,7 @@ def interest_model(
 @dg.asset(group_name=GROUP, kinds={"pytorch"}, owners=["team:hier-pipeline"])
 def entity_embeddings(
     context: dg.AssetExecutionContext,
-    config: TrainingConfig,
+    config: TrainingLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     relational_graph: GraphArtifact,

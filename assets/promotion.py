@@ -4,8 +4,8 @@ are fitted into) change only when the evaluation does not score the new ones wor
 from collections.abc import Iterator
 
 import dagster as dg
-from pydantic import Field
 
+from assets.config import PromotionLaunchConfig
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
 from hier_pipeline.interests.artifact import TokensArtifact
 from hier_pipeline.model.artifact import ModelArtifact
@@ -16,22 +16,10 @@ GROUP = "evaluation"  # the last step of a full run (full_retrain_job selects th
 RUN_TAG = "hier/promotion"  # on the Dagster run: promoted | kept_previous
 
 
-class PromotionSettings(dg.Config):
-    metric: str = Field(
-        default="map@10", description="our model's target-stage metric in the evaluation report"
-    )
-    tolerance: float = Field(
-        default=0.005, description="how far below the serving model's score still promotes"
-    )
-    min_overlap: float = Field(
-        default=0.5, description="item overlap (Jaccard) for a new interest to keep an old id"
-    )
-
-
 @dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, owners=["team:hier-pipeline"])
 def promoted_interests(
     context: dg.AssetExecutionContext,
-    config: PromotionSettings,
+    config: PromotionLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     mlflow: MLflowResource,

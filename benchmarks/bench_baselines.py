@@ -44,8 +44,8 @@ def main() -> int:
 def run(arguments: argparse.Namespace, work: Path) -> int:
     import torch
 
-    from hier_pipeline.evaluation.baselines import BASELINES, Budget, evaluate_baselines
-    from hier_pipeline.pipeline.chain import prepare
+    from hier_pipeline.evaluation.baselines import BASELINES, FitBudget, evaluate_baselines
+    from hier_pipeline.pipeline.prepare import prepare
     from hier_pipeline.synthetic import SyntheticConfig, generate_world
 
     torch.set_num_threads(arguments.threads)
@@ -62,7 +62,7 @@ def run(arguments: argparse.Namespace, work: Path) -> int:
         names,
         max_users=arguments.max_users,
         seed=arguments.seed,
-        budget=Budget(arguments.steps, arguments.seconds),
+        budget=FitBudget(arguments.steps, arguments.seconds),
         ease_max_items=arguments.ease_max_items,
         progress=lambda line: print(line, flush=True),
     )

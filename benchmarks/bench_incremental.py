@@ -102,38 +102,16 @@ def _full_run(folder: str, out: str) -> dict[str, Any]:
     """Every stage on the data without the batch, as a full run (or a retrain) does it."""
     import time
 
-    import torch
-
-    from hier_pipeline.dataset import parse_dataset
-    from hier_pipeline.graph import save_graph
-    from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
-    from hier_pipeline.interests.hierarchy import HierarchyConfig
-    from hier_pipeline.interests.tokens import TokenConfig
-    from hier_pipeline.model.artifact import save_model
-    from hier_pipeline.model.embeddings import embed_entities
-    from hier_pipeline.model.train import train_model
-    from hier_pipeline.pipeline.chain import prepare
+    from hier_pipeline.pipeline.chain import ChainConfig, run_chain
+    from hier_pipeline.pipeline.prepare import prepare
 
     root, config = Path(out), _train_config()
-    seconds: dict[str, float] = {}
     started = time.perf_counter()
     prepared = prepare(Path(folder), root, root / "content_cache")
-    seconds["load_graph_content"] = time.perf_counter() - started
-    save_graph(prepared.graph, root / "graph.pt")
-    torch.save(prepared.content, root / "content.pt")
-    result = train_model(prepared.graph, prepared.content, prepared.split, config)
-    save_model(result.model, root / "model.pt")
-    seconds["train"] = time.perf_counter() - started - sum(seconds.values())
-    graph, content = prepared.graph, prepared.content
-    embeddings = embed_entities(
-        result.model, graph, content, root / "embeddings.pt", config.fanouts
-    )
-    seconds["embed"] = time.perf_counter() - started - sum(seconds.values())
-    interests = root / "interests"
-    tree = build_interest_hierarchy(embeddings, graph, interests, HierarchyConfig())
-    spec = parse_dataset(Path(folder))
-    build_interest_tokens(embeddings, tree, spec, prepared.database, interests, TokenConfig())
-    seconds["interests"] = time.perf_counter() - started - sum(seconds.values())
+    seconds = {"load_graph_content": time.perf_counter() - started}
+    done = run_chain(prepared, root, ChainConfig(train=config))
+    seconds.update(done.seconds)
+    graph, result = prepared.graph, done.trained.result
     return {
         "seconds": {k: round(v, 2) for k, v in seconds.items()},
         "nodes": {t: int(graph.data[t].num_nodes) for t in graph.data.node_types},

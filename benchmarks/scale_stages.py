@@ -29,7 +29,7 @@ from hier_pipeline.content.tables import ContentArtifact, embed_tables
 from hier_pipeline.content.text_encoder import packaged_model_dir
 from hier_pipeline.dataset import parse_dataset
 from hier_pipeline.dataset.sql import open_database, quote
-from hier_pipeline.evaluation.baselines import Budget, Interactions, LightGCNRecommender
+from hier_pipeline.evaluation.baselines import FitBudget, Interactions, LightGCNRecommender
 from hier_pipeline.graph import (
     RelationalGraph,
     TemporalSplit,
@@ -258,7 +258,7 @@ def lightgcn(folder: str, work: str) -> dict[str, Any]:
     batch = 2048
     epoch_steps = math.ceil(pairs / batch)
     steps = min(epoch_steps, LIGHTGCN_STEPS)
-    recommender = LightGCNRecommender(item_time, budget=Budget(steps), batch_size=batch)
+    recommender = LightGCNRecommender(item_time, budget=FitBudget(steps), batch_size=batch)
     clock = Clock()
     with clock.running():
         recommender.fit(history)

@@ -106,7 +106,7 @@ def _generate_batch(arguments: argparse.Namespace) -> int:
 
 def _train(arguments: argparse.Namespace) -> int:
     from hier_pipeline.model.train import TrainConfig
-    from hier_pipeline.pipeline.chain import fit
+    from hier_pipeline.pipeline.fit import fit
 
     chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
     config = TrainConfig(**{k: v for k, v in chosen.items() if v is not None})

@@ -35,13 +35,8 @@ def synthetic_pipeline(
     synthetic_world: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[object, dict, object]:
     """(graph, content vectors, split) of the tiny synthetic world, built once for model tests."""
-    from hier_pipeline.content.tables import embed_tables
-    from hier_pipeline.dataset import load_dataset, parse_dataset
-    from hier_pipeline.graph import build_graph, default_split
+    from hier_pipeline.pipeline.prepare import prepare
 
     folder = tmp_path_factory.mktemp("pipeline")
-    spec = parse_dataset(synthetic_world)
-    report = load_dataset(spec, folder / "db.duckdb")
-    graph = build_graph(spec, report.database)
-    content = embed_tables(spec, report.database, folder / "cache", folder / "content.pt").load()
-    return graph, content, default_split(graph)
+    prepared = prepare(synthetic_world, folder, folder / "cache")
+    return prepared.graph, prepared.content, prepared.split

@@ -36,7 +36,7 @@ from hier_pipeline.evaluation.baselines.evaluate import (
     Fitted,
     evaluate_baselines,
 )
-from hier_pipeline.evaluation.baselines.recommender import Budget, Recommender
+from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
 from hier_pipeline.evaluation.interest_recommender import (
     EmbeddingRecommender,
     TokenRecommender,
@@ -84,7 +84,7 @@ class Comparison:
     baselines: Sequence[str] = tuple(BASELINES)
     max_users: int = 1000
     seed: int = 0
-    budget: Budget = FIT_BUDGET
+    budget: FitBudget = FIT_BUDGET
 
 
 def hierarchy_inputs(

@@ -15,9 +15,9 @@ from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import InvertedIndex, TokenConfig, assign_tokens
-from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.model.network import InterestModel
 from hier_pipeline.ranking.metrics import PairScores
 

@@ -32,9 +32,9 @@ from hier_pipeline.interests.artifact import Tokens, load_hierarchy
 from hier_pipeline.interests.entities import keys_of_rows, primary_keys
 from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
 from hier_pipeline.model.artifact import load_model
-from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.embeddings import role_types
 from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.model.train import TrainConfig
 
 

@@ -11,9 +11,9 @@ from torch import Tensor
 from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.model.network import InterestModel
 
 

@@ -16,9 +16,9 @@ from torch import Tensor, nn
 from torch_geometric.nn import HGTConv
 from torch_geometric.typing import EdgeType
 
-from hier_pipeline.model.batch import ModelBatch
 from hier_pipeline.model.history import HistoryBias
 from hier_pipeline.model.inputs import NodeInputEncoder, NodeTypeShape
+from hier_pipeline.model.minibatch import ModelBatch
 from hier_pipeline.model.network import ModelConfig
 
 

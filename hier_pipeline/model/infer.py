@@ -14,9 +14,9 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 
 from hier_pipeline.graph.sampler import TemporalNeighborSampler
-from hier_pipeline.model.batch import GraphContext, make_batch
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
+from hier_pipeline.model.minibatch import GraphContext, make_batch
 from hier_pipeline.ranking.metrics import PairScores
 
 

@@ -23,9 +23,9 @@ from torch import Tensor, nn
 from torch_geometric.typing import EdgeType
 
 from hier_pipeline.model.attention import AttentionConfig, BiasAwareGraphAttention
-from hier_pipeline.model.batch import ModelBatch
 from hier_pipeline.model.history import HistoryBias
 from hier_pipeline.model.inputs import InputConfig, NodeInputEncoder, NodeTypeShape
+from hier_pipeline.model.minibatch import ModelBatch
 from hier_pipeline.model.primitives import InterestPrimitives
 
 

@@ -23,7 +23,6 @@ from torch import Tensor
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
-from hier_pipeline.model.batch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.checkpoint import Restorable, load_checkpoint, save_checkpoint
 from hier_pipeline.model.distill import (
     DistillationConfig,
@@ -38,6 +37,7 @@ from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import embed_nodes, history_scores
 from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
+from hier_pipeline.model.minibatch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.network import InterestModel, ModelConfig
 from hier_pipeline.ranking.metrics import evaluate_embeddings
 from hier_pipeline.ranking.window import target_window
@@ -331,7 +331,7 @@ class Trainer:
 
 
 @dataclass
-class Budget:
+class TimeBudget:
     """Training seconds allowed and used; `None` allows any."""
 
     seconds: float | None
@@ -360,7 +360,7 @@ def train_model(
     best_epoch, best_map = (state.best_epoch, state.best_map) if state else (-1, -1.0)
     best_weights = state.best_weights if state else None
     metric = f"val/map@{config.eval_k}"
-    budget = Budget(config.time_budget_seconds)
+    budget = TimeBudget(config.time_budget_seconds)
     for epoch in range(len(history), config.epochs):
         started = time.perf_counter()
         trainer.model.train()

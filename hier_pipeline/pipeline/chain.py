@@ -1,61 +1,100 @@
-"""The stages in one process, without Dagster: for the command line, benchmarks and `torchrun`."""
+"""The whole chain in one process, without Dagster: prepare -> train -> register -> embed ->
+hierarchy -> tokens. The assets run the same steps one per asset; `hier evaluate`, the
+benchmarks and the test fixtures call `run_chain`."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from hier_pipeline.content.tables import embed_tables
-from hier_pipeline.dataset import load_dataset, parse_dataset
-from hier_pipeline.files.atomic import write_atomically
-from hier_pipeline.graph import RelationalGraph, TemporalSplit, build_graph, default_split
-from hier_pipeline.model.artifact import save_model
-from hier_pipeline.model.distributed import join_cluster
-from hier_pipeline.model.train import TrainConfig, TrainResult, train_model
+from hier_pipeline.graph import save_graph
+from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
+from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
+from hier_pipeline.interests.hierarchy import HierarchyConfig
+from hier_pipeline.interests.tokens import TokenConfig
+from hier_pipeline.model.embeddings import EmbeddingArtifact, embed_entities
+from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.pipeline.prepare import Prepared
+from hier_pipeline.pipeline.train import Registration, TrainedModel, train_interest_model
+from hier_pipeline.tracking import TrackedRun
+
+GRAPH_FILE = "graph.pt"
+CONTENT_FILE = "content.pt"
+MODEL_FILE = "model.pt"
+EMBEDDINGS_FILE = "embeddings.pt"
+INTERESTS_FOLDER = "interests"
+
+
+@dataclass(frozen=True)
+class ChainConfig:
+    train: TrainConfig = field(default_factory=TrainConfig)
+    hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
+    tokens: TokenConfig = field(default_factory=TokenConfig)
 
 
 @dataclass
-class Prepared:
-    graph: RelationalGraph
-    content: dict[str, dict[str, torch.Tensor]]
-    split: TemporalSplit
-    database: Path  # the validated tables (DuckDB), for what reads keys and text from them
+class ChainResult:
+    trained: TrainedModel
+    embeddings: EmbeddingArtifact
+    hierarchy: HierarchyArtifact
+    tokens: TokensArtifact
+    seconds: dict[str, float]  # per step: train (with registering), embed, interests
 
 
-def prepare(dataset_dir: Path, work_dir: Path, content_cache: Path) -> Prepared:
-    """Load and validate, build the graph, embed content; `work_dir` holds this process's files."""
-    spec = parse_dataset(dataset_dir)
-    report = load_dataset(spec, work_dir / "raw.duckdb")
-    graph = build_graph(spec, report.database)
-    content = embed_tables(spec, report.database, content_cache, work_dir / "content.pt").load()
-    return Prepared(graph, content, default_split(graph), report.database)
-
-
-def fit(dataset_dir: Path, out_dir: Path, config: TrainConfig) -> TrainResult:
-    """Train on a dataset folder. Under `torchrun` every rank prepares its own copy of the inputs
-    (in `out_dir/rank<r>`), trains its shard of each batch, and rank 0 writes the model."""
-    cluster = join_cluster()
-    work = out_dir / f"rank{cluster.rank}"
-    work.mkdir(parents=True, exist_ok=True)
-    prepared = prepare(dataset_dir, work, out_dir / "content_cache")
-    result = train_model(
-        prepared.graph,
-        prepared.content,
-        prepared.split,
-        config,
-        checkpoint_dir=work / "checkpoints",
+def run_chain(
+    prepared: Prepared,
+    out_dir: Path,
+    config: ChainConfig = ChainConfig(),
+    run: TrackedRun | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> ChainResult:
+    """Every step after `prepare`, into `out_dir`: the graph and content beside the model (what
+    the registered pyfunc and the arrivals path read), the model, the entity embeddings as of the
+    end of the data, the interest tree and the tokens. With `run`, training is logged to it and
+    the model registered as `hier-<dataset>`."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    graph, content = prepared.graph, prepared.content
+    graph_path, content_path = out_dir / GRAPH_FILE, out_dir / CONTENT_FILE
+    save_graph(graph, graph_path)
+    if not content_path.is_file():  # `prepare` leaves it there when it worked in `out_dir`
+        torch.save(content, content_path)
+    registration = (
+        Registration(run, f"hier-{prepared.spec.name}", graph_path, content_path) if run else None
     )
-    checksum = float(sum(p.detach().double().sum() for p in result.model.parameters()))
-    summary = {
-        "rank": cluster.rank,
-        "world_size": cluster.world_size,
-        "history": result.history,
-        "weights_checksum": checksum,
-    }
-    write_atomically(work / "summary.json", json.dumps(summary, indent=2))
-    if cluster.is_main:
-        save_model(result.model, out_dir / "model.pt")
-    return result
+    clock = _StepClock()
+    trained = train_interest_model(
+        graph,
+        content,
+        prepared.split,
+        config.train,
+        out_dir / MODEL_FILE,
+        registration=registration,
+        progress=progress,
+    )
+    clock.lap("train")
+    embeddings = embed_entities(
+        trained.result.model, graph, content, out_dir / EMBEDDINGS_FILE, config.train.fanouts
+    )
+    clock.lap("embed")
+    interests = out_dir / INTERESTS_FOLDER
+    hierarchy = build_interest_hierarchy(embeddings, graph, interests, config.hierarchy)
+    tokens = build_interest_tokens(
+        embeddings, hierarchy, prepared.spec, prepared.database, interests, config.tokens
+    )
+    clock.lap("interests")
+    return ChainResult(trained, embeddings, hierarchy, tokens, clock.seconds)
+
+
+class _StepClock:
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, step: str) -> None:
+        now = time.perf_counter()
+        self.seconds[step] = now - self._last
+        self._last = now

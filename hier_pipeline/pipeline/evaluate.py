@@ -1,8 +1,8 @@
 """`hier evaluate`: the whole pipeline and the comparison in one process, on any dataset folder.
 
-Ingest, graph and content as `prepare` does them; our model and its trained ablations (one
-`TrainConfig`, so they differ in their switch only); entity embeddings as of the end of the data,
-the interest tree and tokens as the interests assets build them; then `evaluate_models`.
+The chain (`run_chain`: our model, its embeddings as of the end of the data, the interest tree
+and tokens, as the assets build them), the trained ablations (one `TrainConfig`, so they differ
+in their switch only), then `evaluate_models`.
 """
 
 from __future__ import annotations
@@ -11,20 +11,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hier_pipeline.dataset import parse_dataset
 from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY, train_ablations
 from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET
-from hier_pipeline.evaluation.baselines.recommender import Budget
+from hier_pipeline.evaluation.baselines.recommender import FitBudget
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
 from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.files.home import default_home
-from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
 from hier_pipeline.interests.hierarchy import HierarchyConfig
 from hier_pipeline.interests.tokens import TokenConfig
-from hier_pipeline.model.embeddings import embed_entities
-from hier_pipeline.model.train import TrainConfig, train_model
-from hier_pipeline.pipeline.chain import prepare
+from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.pipeline.chain import ChainConfig, run_chain
+from hier_pipeline.pipeline.prepare import prepare
 
 
 @dataclass(frozen=True)
@@ -35,7 +33,7 @@ class EvaluateConfig:
     hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
     tokens: TokenConfig = field(default_factory=TokenConfig)
     max_users: int = 1000
-    budget: Budget = FIT_BUDGET  # per fit of a trained baseline
+    budget: FitBudget = FIT_BUDGET  # per fit of a trained baseline
 
 
 def evaluate_dataset(
@@ -47,20 +45,12 @@ def evaluate_dataset(
     """Run everything and write `out_dir/{metrics.json, report.md, *.png}`; intermediate files go
     to `out_dir/work`, content vectors are cached in `$HIER_HOME/content_cache` (shared with the
     Dagster assets, so a dataset's images are embedded once)."""
-    spec = parse_dataset(dataset_dir)
-    work = out_dir / "work"
-    prepared = prepare(dataset_dir, work, default_home() / "content_cache")
+    prepared = prepare(dataset_dir, out_dir / "work", default_home() / "content_cache")
     graph, content, split = prepared.graph, prepared.content, prepared.split
-    trained = train_model(graph, content, split, config.train, progress=progress)
+    chain = ChainConfig(config.train, config.hierarchy, config.tokens)
+    done = run_chain(prepared, out_dir / "work", chain, progress=progress)
+    trained = done.trained.result
     ablations = train_ablations(graph, content, split, config.train, config.ablations, progress)
-    embeddings = embed_entities(
-        trained.model, graph, content, work / "embeddings.pt", config.train.fanouts
-    )
-    interests = work / "interests"
-    hierarchy = build_interest_hierarchy(embeddings, graph, interests, config.hierarchy)
-    tokens = build_interest_tokens(
-        embeddings, hierarchy, spec, prepared.database, interests, config.tokens
-    )
     comparison = Comparison(
         models={OURS: trained.model, **{n: r.model for n, r in ablations.items()}},
         fanouts=config.train.fanouts,
@@ -71,7 +61,10 @@ def evaluate_dataset(
         seed=config.train.seed,
         budget=config.budget,
     )
-    inputs = hierarchy_inputs(hierarchy, tokens, item_truth(dataset_dir, spec, prepared.database))
-    report = evaluate_models(spec.name, graph, content, split, comparison, inputs, progress)
+    truth = item_truth(dataset_dir, prepared.spec, prepared.database)
+    inputs = hierarchy_inputs(done.hierarchy, done.tokens, truth)
+    report = evaluate_models(
+        prepared.spec.name, graph, content, split, comparison, inputs, progress
+    )
     report.write(out_dir)
     return report

@@ -26,8 +26,8 @@ from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.graph.store import load_graph
 from hier_pipeline.model.artifact import load_model
-from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.tracking import TrackedRun
 
 PYFUNC_FOLDER = "pyfunc"

@@ -18,14 +18,17 @@ from assets.definitions import defs
 from assets.evaluation import evaluation_report_checks
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import load_dataset, parse_dataset
-from hier_pipeline.graph import GraphArtifact, default_split, save_graph
-from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
-from hier_pipeline.interests.hierarchy import HierarchyConfig
+from hier_pipeline.graph import GraphArtifact, default_split
 from hier_pipeline.interests.index import InterestIndex
-from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import ModelArtifact, save_model
-from hier_pipeline.model.embeddings import embed_entities
-from hier_pipeline.model.train import train_model
+from hier_pipeline.pipeline.chain import (
+    CONTENT_FILE,
+    GRAPH_FILE,
+    MODEL_FILE,
+    ChainConfig,
+    run_chain,
+)
+from hier_pipeline.pipeline.prepare import Prepared
 from resources import DatasetResource, MLflowResource, StorageResource
 from tests.interests.conftest import TINY, HandedOver
 
@@ -50,28 +53,25 @@ def upstream(
     split = default_split(graph, train=0.5, validate=0.1)
     folder = tmp_path_factory.mktemp("upstream")
     spec = parse_dataset(synthetic_world)
-    save_graph(graph, folder / "graph.pt")
-    torch.save(content, folder / "content.pt")
+    raw = load_dataset(spec, folder / "warehouse.duckdb")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        trained = train_model(graph, content, split, TINY)
+        done = run_chain(
+            Prepared(spec, graph, content, split, raw.database), folder, ChainConfig(train=TINY)
+        )
     finally:
         torch.set_num_threads(threads)
-    save_model(trained.model, folder / "model.pt")
-    embeddings = embed_entities(trained.model, graph, content, folder / "e.pt", TINY.fanouts)
-    hierarchy = build_interest_hierarchy(embeddings, graph, folder, HierarchyConfig())
-    raw = load_dataset(spec, folder / "warehouse.duckdb")
-    tokens = build_interest_tokens(embeddings, hierarchy, spec, raw.database, folder, TokenConfig())
+    trained = done.trained.result
     values = {
         "raw_tables": raw,
-        "relational_graph": GraphArtifact.describe(graph, folder / "graph.pt", split),
-        "content_embeddings": ContentArtifact(folder / "content.pt"),
+        "relational_graph": GraphArtifact.describe(graph, folder / GRAPH_FILE, split),
+        "content_embeddings": ContentArtifact(folder / CONTENT_FILE),
         "interest_model": ModelArtifact(
-            folder / "model.pt", trained.best_epoch, {}, trained.history, {}
+            folder / MODEL_FILE, trained.best_epoch, {}, trained.history, {}
         ),
-        "interest_hierarchy": hierarchy,
-        "interest_tokens": tokens,
+        "interest_hierarchy": done.hierarchy,
+        "interest_tokens": done.tokens,
     }
     return Upstream(synthetic_world, values, trained.model)
 

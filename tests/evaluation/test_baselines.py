@@ -9,8 +9,8 @@ import torch
 from hier_pipeline.evaluation.baselines import (
     EASE,
     UNSCORED,
-    Budget,
     ContentKNN,
+    FitBudget,
     Interactions,
     ItemKNN,
     LightGCNRecommender,
@@ -163,7 +163,7 @@ def test_lightgcn_learns_two_communities_and_is_deterministic() -> None:
             item_time,
             num_layers=2,
             dim=16,
-            budget=Budget(steps=40),
+            budget=FitBudget(steps=40),
             batch_size=64,
             learning_rate=0.1,
             seed=3,

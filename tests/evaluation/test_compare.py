@@ -17,7 +17,7 @@ from hier_pipeline.evaluation.ablations import (
     same_architecture,
     train_ablations,
 )
-from hier_pipeline.evaluation.baselines import Budget, Interactions, warm_window
+from hier_pipeline.evaluation.baselines import FitBudget, Interactions, warm_window
 from hier_pipeline.evaluation.compare import (
     TOKENS,
     Comparison,
@@ -83,7 +83,7 @@ def compared(
             fanouts=TINY.fanouts,
             history=trained.history,
             baselines=BASELINE_NAMES,
-            budget=Budget(steps=1),
+            budget=FitBudget(steps=1),
         )
         report = evaluate_models("tiny", graph, content, split, comparison, hierarchy)
     finally:

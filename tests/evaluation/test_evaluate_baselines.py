@@ -9,7 +9,7 @@ import torch
 
 from hier_pipeline.evaluation.baselines import (
     BASELINES,
-    Budget,
+    FitBudget,
     GraphSAGERecommender,
     Interactions,
     evaluate_baselines,
@@ -69,7 +69,7 @@ def test_warm_window_keeps_warm_users_and_their_items(synthetic_pipeline) -> Non
 
 def test_every_baseline_runs_end_to_end(synthetic_pipeline) -> None:
     graph, content, split = synthetic_pipeline
-    result = evaluate_baselines(graph, content, split, budget=Budget(steps=1))
+    result = evaluate_baselines(graph, content, split, budget=FitBudget(steps=1))
     assert result.num_users > 0
     assert result.exclude_seen == (result.repeat_rate < 0.05)
     assert set(result.metrics) == set(BASELINES)
@@ -98,7 +98,7 @@ def test_graphsage_is_deterministic_under_a_seed(synthetic_pipeline) -> None:
 
     def scores() -> torch.Tensor:
         model = GraphSAGERecommender(
-            graph, content, dim=16, budget=Budget(steps=2), batch_size=16, seed=5
+            graph, content, dim=16, budget=FitBudget(steps=2), batch_size=16, seed=5
         )
         model.fit(history)
         return model.score(users)

@@ -12,15 +12,12 @@ import torch
 
 from hier_pipeline.dataset import LoadReport, load_dataset, parse_dataset
 from hier_pipeline.dataset.spec import DatasetSpec
-from hier_pipeline.graph import GraphArtifact, RelationalGraph, save_graph
+from hier_pipeline.graph import GraphArtifact, RelationalGraph
 from hier_pipeline.incremental.update import Current
 from hier_pipeline.interests.artifact import TokensArtifact
-from hier_pipeline.interests.build import build_interest_hierarchy, build_interest_tokens
-from hier_pipeline.interests.hierarchy import HierarchyConfig
-from hier_pipeline.interests.tokens import TokenConfig
-from hier_pipeline.model.artifact import save_model
-from hier_pipeline.model.embeddings import EmbeddingArtifact, embed_entities
-from hier_pipeline.model.train import train_model
+from hier_pipeline.model.embeddings import EmbeddingArtifact
+from hier_pipeline.pipeline.chain import GRAPH_FILE, MODEL_FILE, ChainConfig, run_chain
+from hier_pipeline.pipeline.prepare import Prepared
 from hier_pipeline.synthetic.arrivals import BatchConfig, generate_batch
 from tests.interests.conftest import TINY
 
@@ -73,24 +70,16 @@ def base(
     folder = tmp_path_factory.mktemp("base")
     spec = parse_dataset(arrivals)
     raw = load_dataset(spec, folder / "warehouse.duckdb")
-    save_graph(graph, folder / "graph.pt")
-    torch.save(content, folder / "content.pt")
-    trained = train_model(graph, content, split, TINY).model
-    save_model(trained, folder / "model.pt")
-    embeddings = embed_entities(trained, graph, content, folder / "embeddings.pt", TINY.fanouts)
-    interests = folder / "interests"
-    hierarchy = build_interest_hierarchy(embeddings, graph, interests, HierarchyConfig())
-    tokens = build_interest_tokens(
-        embeddings, hierarchy, spec, raw.database, interests, TokenConfig()
-    )
+    prepared = Prepared(spec, graph, content, split, raw.database)
+    done = run_chain(prepared, folder, ChainConfig(train=TINY))
     return Base(
         spec,
         raw,
         graph,
-        GraphArtifact.describe(graph, folder / "graph.pt", split),
+        GraphArtifact.describe(graph, folder / GRAPH_FILE, split),
         content,
-        folder / "model.pt",
-        embeddings,
-        tokens,
-        trained,
+        folder / MODEL_FILE,
+        done.embeddings,
+        done.tokens,
+        done.trained.result.model,
     )

@@ -25,9 +25,9 @@ from hier_pipeline.interests.arrivals import load_batch_tokens
 from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.model.artifact import load_model
-from hier_pipeline.model.batch import GraphContext
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.infer import embed_nodes
+from hier_pipeline.model.minibatch import GraphContext
 from tests.incremental.conftest import Base
 from tests.incremental.extension import extended
 from tests.interests.conftest import TINY

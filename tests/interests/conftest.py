@@ -15,17 +15,20 @@ from assets.definitions import defs
 from assets.interests import interest_hierarchy_checks, interest_token_checks
 from hier_pipeline.dataset import LoadReport, load_dataset, parse_dataset
 from hier_pipeline.dataset.spec import DatasetSpec
-from hier_pipeline.graph import GraphArtifact, save_graph
+from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.entities import primary_keys
-from hier_pipeline.model.embeddings import EmbeddingArtifact, embed_entities
+from hier_pipeline.model.embeddings import EmbeddingArtifact
 from hier_pipeline.model.network import ModelConfig
-from hier_pipeline.model.train import TrainConfig, train_model
+from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.pipeline.chain import GRAPH_FILE, ChainConfig, run_chain
+from hier_pipeline.pipeline.prepare import Prepared
 from resources import DatasetResource, StorageResource
 
 # As the model tests train it: embeddings with some structure in a few seconds on 2 cores.
 TINY = TrainConfig(
     model=ModelConfig(dim=32, num_primitives=8), epochs=3, steps_per_epoch=4, batch_size=64
 )
+CHAIN = ChainConfig(train=TINY)
 
 
 @dataclass(frozen=True)
@@ -47,17 +50,15 @@ def interest_inputs(
     folder = tmp_path_factory.mktemp("interest_inputs")
     spec = parse_dataset(synthetic_world)
     report = load_dataset(spec, folder / "warehouse.duckdb")
-    save_graph(graph, folder / "graph.pt")
-    model = train_model(graph, content, split, TINY).model
-    embeddings = embed_entities(model, graph, content, folder / "embeddings.pt", TINY.fanouts)
+    done = run_chain(Prepared(spec, graph, content, split, report.database), folder, CHAIN)
     keys = primary_keys(report.database, spec, ["products"])["products"]
     truth = pd.read_parquet(synthetic_world / "truth" / "products.parquet")
     return InterestInputs(
         synthetic_world,
         spec,
         report,
-        GraphArtifact.describe(graph, folder / "graph.pt", split),
-        embeddings,
+        GraphArtifact.describe(graph, folder / GRAPH_FILE, split),
+        done.embeddings,
         content,
         truth.set_index("product_id").loc[[int(k) for k in keys]],
     )

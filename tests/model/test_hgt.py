@@ -7,10 +7,10 @@ from dataclasses import replace
 import torch
 
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.model.batch import GraphContext, make_batch
 from hier_pipeline.model.factory import build_model
 from hier_pipeline.model.hgt import HGTBaseline
 from hier_pipeline.model.inputs import node_type_shapes
+from hier_pipeline.model.minibatch import GraphContext, make_batch
 from hier_pipeline.model.network import ModelConfig
 from hier_pipeline.model.train import TrainConfig, train_model
 

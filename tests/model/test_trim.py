@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.model.batch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.factory import build_model
 from hier_pipeline.model.hgt import HGTBaseline
 from hier_pipeline.model.inputs import node_type_shapes
+from hier_pipeline.model.minibatch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.network import InterestModel, ModelConfig
 
 

@@ -20,7 +20,7 @@ from hier_pipeline.evaluation.baselines.popularity import Popularity, popularity
 from hier_pipeline.evaluation.baselines.protocol import repeat_rate, warm_window
 from hier_pipeline.evaluation.baselines.recommender import (
     UNSCORED,
-    Budget,
+    FitBudget,
     Recommender,
     recommend,
 )
@@ -33,8 +33,8 @@ __all__ = [
     "UNSCORED",
     "Baseline",
     "BaselineEvaluation",
-    "Budget",
     "ContentKNN",
+    "FitBudget",
     "GraphSAGERecommender",
     "HeteroSAGE",
     "Interactions",

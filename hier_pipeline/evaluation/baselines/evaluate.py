@@ -4,7 +4,7 @@ Protocol, in order:
   1. Tuning: history = interactions before t0 = t1 - (t2 - t1); window = [t0, t1), as long as the
      real one, with its warm users (below). Each baseline fits its grid's settings (`BASELINES`,
      three each) there and keeps the best MAP@10. Trained baselines (lightgcn, graphsage) get the
-     same `Budget` per fit (default 1000 steps, cut at 120 s).
+     same `FitBudget` per fit (default 1000 steps, cut at 120 s).
   2. Candidates: every item of the item table. Whether a user's already-bought items stay
      candidates is decided on the tuning window: if fewer than 5% of its target-stage events repeat
      an earlier (user, item) pair (`repeat_rate`), seen items are excluded, else kept.
@@ -42,7 +42,7 @@ from hier_pipeline.evaluation.baselines.protocol import (
     repeat_rate,
     warm_window,
 )
-from hier_pipeline.evaluation.baselines.recommender import Budget, Recommender
+from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
 from hier_pipeline.evaluation.baselines.repeat import Repeat
 from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit_and_rank, tune
 from hier_pipeline.graph.build import RelationalGraph
@@ -51,7 +51,7 @@ from hier_pipeline.ranking.metrics import UserItems, ranking_metrics
 from hier_pipeline.ranking.window import EvaluationWindow
 
 COLD_K = 50
-FIT_BUDGET = Budget(steps=1000, seconds=120.0)  # per fit of a trained baseline
+FIT_BUDGET = FitBudget(steps=1000, seconds=120.0)  # per fit of a trained baseline
 
 
 # A model trained before the evaluation: built for the final window (its users), not refit.
@@ -64,7 +64,7 @@ class Context:
 
     graph: RelationalGraph
     content: Mapping[str, Mapping[str, Tensor]]
-    budget: Budget
+    budget: FitBudget
     seed: int
     ease_max_items: int
 
@@ -73,7 +73,7 @@ class Context:
 class Baseline:
     build: Callable[[Context, Setting], Recommender]
     grid: tuple[Setting, ...]
-    trained: bool = False  # optimised by gradient steps under the `Budget`: minutes, not seconds
+    trained: bool = False  # optimised by gradient steps under the `FitBudget`: minutes, not seconds
 
 
 def _content_knn(context: Context, setting: Setting) -> Recommender:
@@ -154,7 +154,7 @@ def evaluate_baselines(
     k_values: Sequence[int] = (10, 50, 100),
     max_users: int = 1000,
     seed: int = 0,
-    budget: Budget = FIT_BUDGET,
+    budget: FitBudget = FIT_BUDGET,
     ease_max_items: int = 10_000,
     progress: Callable[[str], None] | None = None,
     fitted: Mapping[str, Fitted] | None = None,

@@ -18,7 +18,7 @@ from torch_geometric.nn import HeteroConv, SAGEConv
 from torch_geometric.typing import EdgeType
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.baselines.recommender import DEFAULT_BUDGET, Budget
+from hier_pipeline.evaluation.baselines.recommender import DEFAULT_BUDGET, FitBudget
 from hier_pipeline.graph.build import ENGAGED, RelationalGraph
 from hier_pipeline.graph.sampler import SampledSubgraph, SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.model.inputs import InputConfig, NodeInputEncoder, node_type_shapes
@@ -90,7 +90,7 @@ class GraphSAGERecommender:
         dim: int = 64,
         layers: int = 2,
         fanouts: tuple[int, ...] = (8, 4),
-        budget: Budget = DEFAULT_BUDGET,
+        budget: FitBudget = DEFAULT_BUDGET,
         batch_size: int = 128,
         learning_rate: float = 3e-3,
         seed: int = 0,

@@ -9,7 +9,7 @@ from torch_geometric.nn.conv.gcn_conv import gcn_norm
 from torch_geometric.nn.models import LightGCN
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.baselines.recommender import DEFAULT_BUDGET, UNSCORED, Budget
+from hier_pipeline.evaluation.baselines.recommender import DEFAULT_BUDGET, UNSCORED, FitBudget
 
 
 class LightGCNRecommender:
@@ -31,7 +31,7 @@ class LightGCNRecommender:
         item_time: Tensor,
         num_layers: int = 2,
         dim: int = 64,
-        budget: Budget = DEFAULT_BUDGET,
+        budget: FitBudget = DEFAULT_BUDGET,
         batch_size: int = 2048,
         learning_rate: float = 2e-2,
         l2: float = 1e-4,

@@ -31,7 +31,7 @@ class Recommender(Protocol):
 
 
 @dataclass(frozen=True)
-class Budget:
+class FitBudget:
     """How long a trained baseline optimises: `steps` steps, cut short after `seconds` of wall
     clock if given. Every trained baseline gets the same one (equal effort); only a steps-only
     budget is reproducible, since a time cap depends on the machine and its load."""
@@ -47,7 +47,7 @@ class Budget:
             yield step
 
 
-DEFAULT_BUDGET = Budget()
+DEFAULT_BUDGET = FitBudget()
 
 
 def recommend(

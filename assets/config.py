@@ -1,0 +1,146 @@
+"""The launchpad configs of the assets: the knobs a run config (`config/demo.yaml`, the UI's
+launchpad) sets per asset, each turned into the core's config dataclass by `to_core`. Torch-heavy
+modules are imported inside `to_core`: every code-location load reads this file."""
+
+from typing import TYPE_CHECKING
+
+import dagster as dg
+from pydantic import Field
+
+from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY
+from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELINES
+
+if TYPE_CHECKING:
+    from hier_pipeline.interests.hierarchy import HierarchyConfig
+    from hier_pipeline.interests.tokens import TokenConfig
+    from hier_pipeline.model.train import TrainConfig
+
+
+class GraphSplitLaunchConfig(dg.Config):
+    """Where the time split falls, as quantiles of the target (deepest) funnel stage's event times."""
+
+    train_fraction: float = Field(default=0.7, description="share of target events before t1")
+    validate_fraction: float = Field(default=0.15, description="share of target events in [t1, t2)")
+
+
+class TrainingLaunchConfig(dg.Config):
+    """Launchpad knobs of a training run (the rest keeps the defaults of `TrainConfig`)."""
+
+    epochs: int = Field(
+        default=4, description="maximum epochs (early stopping on validation MAP@10)"
+    )
+    steps_per_epoch: int = Field(default=30, description="optimisation steps per epoch")
+    batch_size: int = Field(default=128, description="funnel positives per step")
+    dim: int = Field(default=64, description="embedding width")
+    layers: int = Field(default=2, description="graph-transformer layers")
+    num_primitives: int = Field(default=32, description="K, the global interest primitives")
+    use_attention_biases: bool = Field(
+        default=True, description="ablation: all five attention bias terms"
+    )
+    use_primitives: bool = Field(
+        default=True, description="ablation: the global primitive exchange"
+    )
+    use_distillation: bool = Field(
+        default=True, description="ablation: content <-> behaviour distillation"
+    )
+    use_history_bias: bool = Field(
+        default=True, description="ablation: the learned score for a user's own earlier items"
+    )
+    seed: int = Field(default=0, description="seed of initialisation and sampling")
+
+    def to_core(self) -> "TrainConfig":
+        # Imported here: torch-heavy modules would slow every code-location load.
+        from hier_pipeline.model.attention import AttentionConfig
+        from hier_pipeline.model.network import ModelConfig
+        from hier_pipeline.model.train import TrainConfig
+
+        attention = AttentionConfig.with_biases(self.use_attention_biases)
+        model = ModelConfig(
+            dim=self.dim,
+            layers=self.layers,
+            num_primitives=self.num_primitives,
+            use_primitives=self.use_primitives,
+            use_history_bias=self.use_history_bias,
+            attention=attention,
+        )
+        return TrainConfig(
+            model=model,
+            epochs=self.epochs,
+            steps_per_epoch=self.steps_per_epoch,
+            batch_size=self.batch_size,
+            use_distillation=self.use_distillation,
+            seed=self.seed,
+        )
+
+
+class EvaluationLaunchConfig(TrainingLaunchConfig):
+    """What to compare. The trained ablations use the inherited training knobs: keep them equal to
+    `interest_model`'s (the defaults are); a different architecture is refused."""
+
+    # Only the free ablation by default: each trained one costs a full interest_model fit, which
+    # would triple the demo. `hier evaluate` trains all of them.
+    ablations: list[str] = Field(
+        default_factory=lambda: [CONTENT_ONLY],
+        description=f"ablations of our model to score, of {list(ABLATIONS)}; each but "
+        f"{CONTENT_ONLY} trains a model of its own (as long as interest_model's fit)",
+    )
+    baselines: list[str] = Field(
+        default_factory=lambda: list(QUICK_BASELINES),
+        description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default "
+        "leaves out the trained ones (minutes per fit; `hier evaluate` runs all)",
+    )
+    max_users: int = Field(default=1000, description="evaluated users (a fixed random subset)")
+    baseline_steps: int = Field(
+        default=1000, description="optimisation steps per fit of a trained baseline"
+    )
+    baseline_seconds: float = Field(
+        default=120.0, description="wall-clock cap per fit of a trained baseline"
+    )
+
+
+class HierarchyLaunchConfig(dg.Config):
+    """Launchpad knobs of the tree (the rest keeps the defaults of `HierarchyConfig`)."""
+
+    levels: int = Field(default=3, description="levels of the tree, coarse -> fine")
+    items_per_leaf: int = Field(
+        default=24, description="items per finest primitive, when sizes are left to the data"
+    )
+    sizes: list[int] = Field(
+        default_factory=list,
+        description="primitives per level, coarse -> fine; empty: sized from the data",
+    )
+    seed: int = Field(
+        default=0, description="seed of the k-means runs (stability is measured against seed + 1)"
+    )
+
+    def to_core(self) -> "HierarchyConfig":
+        from hier_pipeline.interests.hierarchy import HierarchyConfig
+
+        return HierarchyConfig(
+            levels=self.levels,
+            items_per_leaf=self.items_per_leaf,
+            sizes=tuple(self.sizes) or None,
+            seed=self.seed,
+        )
+
+
+class TokenLaunchConfig(dg.Config):
+    top_k: int = Field(default=3, description="tokens per level in each bag")
+    temperature: float = Field(default=0.1, description="softmax temperature of the bag weights")
+
+    def to_core(self) -> "TokenConfig":
+        from hier_pipeline.interests.tokens import TokenConfig
+
+        return TokenConfig(top_k=self.top_k, temperature=self.temperature)
+
+
+class PromotionLaunchConfig(dg.Config):
+    metric: str = Field(
+        default="map@10", description="our model's target-stage metric in the evaluation report"
+    )
+    tolerance: float = Field(
+        default=0.005, description="how far below the serving model's score still promotes"
+    )
+    min_overlap: float = Field(
+        default=0.5, description="item overlap (Jaccard) for a new interest to keep an old id"
+    )
