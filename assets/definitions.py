@@ -7,7 +7,7 @@ import os
 import dagster as dg
 
 from assets.content import content_embedding_checks, content_embeddings
-from assets.evaluation import evaluation_report, evaluation_report_checks, published_tokens
+from assets.evaluation import evaluation_report, evaluation_report_checks
 from assets.graph import relational_graph, relational_graph_checks
 from assets.incremental import arrived_interests, arrived_tables
 from assets.ingest import raw_table_checks, raw_tables
@@ -63,22 +63,23 @@ PIPELINE_GROUPS = ("ingest", "graph", "content", "model", "interests", "evaluati
 full_retrain_job = dg.define_asset_job(
     "full_retrain_job",
     selection=dg.AssetSelection.groups(*PIPELINE_GROUPS),
-    description="Ingest to published tokens on everything: retrains the model and regrows the"
-    " hierarchy, then evaluates; the tokens are published only if the model beats popularity.",
+    description="Ingest to the served model on everything: retrains the model and regrows the"
+    " hierarchy, then evaluates; the new model serves only if it beats popularity and is not"
+    " worse than the serving one.",
 )
 
 evaluate_only_job = dg.define_asset_job(
     "evaluate_only_job",
     selection=dg.AssetSelection.assets("evaluation_report"),
     description="Re-evaluate the materialised model (e.g. with more ablations or baselines in the"
-    " launchpad) without retraining and without publishing.",
+    " launchpad) without retraining and without releasing.",
 )
 
-# Re-evaluate the materialised model and publish its tokens if it passes `beats_popularity`.
-evaluate_and_publish_job = dg.define_asset_job(
-    "evaluate_and_publish_job",
-    selection=dg.AssetSelection.assets("evaluation_report", "published_tokens"),
-    description="The evaluation report, its quality gate, and the tokens it lets through.",
+# Re-evaluate the materialised model and serve it if it passes the gates.
+evaluate_and_promote_job = dg.define_asset_job(
+    "evaluate_and_promote_job",
+    selection=dg.AssetSelection.assets("evaluation_report", "promoted_interests"),
+    description="The evaluation report, its quality gate, and the release it lets through.",
 )
 
 defs = dg.Definitions(
@@ -91,7 +92,6 @@ defs = dg.Definitions(
         interest_hierarchy,
         interest_tokens,
         evaluation_report,
-        published_tokens,
         promoted_interests,
         arrived_tables,
         arrived_interests,
@@ -111,7 +111,7 @@ defs = dg.Definitions(
         all_assets_job,
         full_retrain_job,
         evaluate_only_job,
-        evaluate_and_publish_job,
+        evaluate_and_promote_job,
         arrivals_job,
     ],
     sensors=[arrivals_sensor],

@@ -1,10 +1,10 @@
-"""Asset group `evaluation`: the report that compares our model with its ablations and the baselines,
-the quality gate on it, and the interest tokens published once the gate is passed.
+"""Asset group `evaluation`: the report that compares our model with its ablations and the
+baselines, and the quality gate on it.
 
 The gate: `beats_popularity` is a blocking check of `evaluation_report`. In a run that includes
-it, `published_tokens` starts only if it passed; a model that loses to popularity on the target
-stage stops the run there and the previously published tokens stay. `published_tokens` asks the
-report itself too, so a run that selects it alone cannot publish a losing model either.
+it, the release (`promoted_interests`, assets/promotion.py) starts only if it passed; a model that
+loses to popularity on the target stage stops the run there and the serving model stays. The
+release asks the report itself too, so a run that selects it alone cannot serve a losing model.
 """
 
 from collections.abc import Iterator
@@ -12,18 +12,16 @@ from collections.abc import Iterator
 import dagster as dg
 
 from assets.config import EvaluationLaunchConfig
-from assets.metadata import markdown_table
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.evaluation.ablations import CONTENT_ONLY
-from hier_pipeline.evaluation.report import OURS, EvaluationReport
+from hier_pipeline.evaluation.report import GATE, OURS, EvaluationReport
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
 from hier_pipeline.model.artifact import ModelArtifact
 from resources import DatasetResource, MLflowResource, StorageResource
 
 GROUP = "evaluation"
-GATE = "popularity"  # the baseline our model must beat for its tokens to be published
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "mlflow"}, owners=["team:hier-pipeline"])
@@ -113,7 +111,7 @@ def evaluation_report(
             asset="evaluation_report",
             blocking=True,
             description="Our model's MAP@10 on the target stage is above the popularity "
-            "baseline's. Blocking: published_tokens does not run when it fails.",
+            "baseline's. Blocking: the release (promoted_interests) does not run when it fails.",
         ),
         dg.AssetCheckSpec(
             "beats_every_baseline",
@@ -138,44 +136,6 @@ def evaluation_report_checks(evaluation_report: EvaluationReport) -> Iterator[dg
         passed=not lost,
         severity=dg.AssetCheckSeverity.WARN,
         metadata={**ours, "lost_to": dg.MetadataValue.json(lost), "baselines": scores},
-    )
-
-
-@dg.asset(group_name=GROUP, kinds={"pytorch", "parquet"}, owners=["team:hier-pipeline"])
-def published_tokens(
-    context: dg.AssetExecutionContext,
-    dataset: DatasetResource,
-    storage: StorageResource,
-    interest_tokens: TokensArtifact,
-    evaluation_report: EvaluationReport,
-) -> dg.Output[TokensArtifact]:
-    """The interest tokens serving reads (`InterestIndex.open` on `published/<dataset>/`): a
-    self-contained copy of the tokens, vocabulary, tree and embeddings of a model that beat
-    popularity in `evaluation_report`, with a manifest of its scores."""
-    from hier_pipeline.release.publish import publish_tokens
-
-    if not (GATE in evaluation_report.models and evaluation_report.beats(GATE)):
-        raise dg.Failure(f"the evaluated model does not beat {GATE}: its tokens stay unpublished")
-    spec = dataset.spec()
-    manifest = {
-        "dataset": spec.name,
-        "run_id": context.run_id,
-        "models": evaluation_report.to_json()["models"],
-    }
-    published = publish_tokens(interest_tokens, storage.folder("published", spec.name), manifest)
-    return dg.Output(
-        published,
-        metadata={
-            "path": dg.MetadataValue.path(str(published.path.parent)),
-            "entities": dg.MetadataValue.json(published.counts),
-            "gate": markdown_table(
-                ["model", "map@10"],
-                (
-                    (name, _rounded(evaluation_report.models[name]["map@10"]))
-                    for name in (OURS, GATE)
-                ),
-            ),
-        },
     )
 
 

@@ -2,7 +2,7 @@
 asset graph as a mermaid diagram, the jobs, and every launchpad config with defaults.
 
 `python -m assets.readme` rewrites only the blocks between `<!-- generated:NAME -->` and
-`<!-- /generated:NAME -->` in README.md; `tests/assets/test_readme.py` fails while they differ.
+`<!-- /generated:NAME -->` in README.md; `tests/assets/test_catalog.py` fails while they differ.
 """
 
 from __future__ import annotations

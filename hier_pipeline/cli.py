@@ -251,7 +251,7 @@ def _interests(arguments: argparse.Namespace) -> int:
     from dataclasses import asdict
 
     from hier_pipeline.interests.index import InterestIndex, UnknownEntityError
-    from hier_pipeline.release.promotion import find_serving_folder
+    from hier_pipeline.release.serving import find_serving_folder
 
     try:
         index = InterestIndex.open(find_serving_folder(default_home(), arguments.dataset))
@@ -300,7 +300,7 @@ def _where(arguments: argparse.Namespace) -> int:
         ("embeddings", "embeddings/*.pt"),
         ("interests", "interests/*/*.*"),
         ("evaluation", "evaluation/*/report.md"),
-        ("published", "published/*/manifest.json"),
+        ("serving", "serving/*/manifest.json"),
     ):
         files = sorted(home.glob(pattern))
         listed = ", ".join(

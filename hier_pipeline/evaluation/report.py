@@ -19,6 +19,7 @@ from typing import Any
 from hier_pipeline.files.atomic import write_atomically
 
 OURS = "hier"
+GATE = "popularity"  # the baseline our model must beat to be served (the release's gate)
 HEADLINE = ("map@10", "recall@50", "ndcg@10", "cold_item_recall@50")
 RECALL_KS = (10, 50, 100)
 PLOTS = {

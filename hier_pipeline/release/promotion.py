@@ -1,20 +1,18 @@
-"""Promotion after a retrain: the new model, tree and tokens replace the serving ones only if the
-evaluation does not score them worse on the target metric than the serving ones, beyond a
-tolerance. Otherwise the serving folder stays as it was, and the caller marks the run.
+"""Releasing a model: its tree, tokens and checkpoint replace the serving ones (`serving.py`) only
+if its evaluation beats the gate baseline (popularity) on the target metric and is not worse than
+the serving model's, beyond a tolerance. Otherwise the serving folder stays as it was, and the
+caller marks the run. The gate is checked here, not only by the evaluation's blocking check, so
+a release run on its own cannot serve a model that loses to popularity.
 
-The serving folder (`<home>/promoted/<dataset>/`) is self-contained: the model checkpoint beside
-the published tokens, vocabulary, tree and embeddings (`release.publish.publish_tokens`), and a
-manifest with the metrics it was promoted on. It is written beside the old one and swapped in by
-renames. Token ids of the new tree are matched to the serving tree's (`interests/matching.py`)
-before the swap, so a retrain renames only the interests whose meaning changed.
+Token ids of the new tree are matched to the serving tree's (`interests/matching.py`) before the
+swap, so a retrain renames only the interests whose meaning changed.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,21 +20,18 @@ from typing import Any
 import pandas as pd
 import torch
 
+from hier_pipeline.evaluation.report import GATE, OURS
 from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.interests.artifact import (
     HIERARCHY_FILE,
     TOKENS_FILE,
     VOCABULARY_FILE,
     TokensArtifact,
-    find_interest_folder,
     load_hierarchy,
     load_tokens,
 )
 from hier_pipeline.interests.matching import stable_token_ids
-from hier_pipeline.release.publish import MANIFEST_FILE, publish_tokens
-
-PROMOTED = "promoted"
-MODEL_FILE = "model.pt"
+from hier_pipeline.release.serving import MODEL_FILE, read_manifest, swap_in, write_release
 
 
 @dataclass(frozen=True)
@@ -44,11 +39,12 @@ class PromotionConfig:
     metric: str = "map@10"  # of our model on the target stage, from the evaluation report
     tolerance: float = 0.005  # absolute: a candidate this much below the serving model passes
     min_overlap: float = 0.5  # Jaccard of items for a new primitive to keep an old token id
+    gate: str = GATE  # the baseline a released model must beat, in the same evaluation
 
 
 @dataclass(frozen=True)
 class Promotion:
-    folder: Path  # the serving folder, promoted to or kept
+    folder: Path  # the serving folder, released to or kept
     promoted: bool
     metric: str
     candidate: float
@@ -56,55 +52,55 @@ class Promotion:
     reason: str
     ids_kept: int = 0  # token ids the new tree took over from the serving one
     ids: int = 0  # token ids of the serving tree
+    gate: float | None = None  # the gate baseline's score; None when the evaluation lacks it
 
     @property
     def model(self) -> Path:
         return self.folder / MODEL_FILE
 
 
-def serving_folder(home: Path, dataset: str) -> Path:
-    return home / PROMOTED / dataset
-
-
-def find_serving_folder(home: Path, dataset: str | None = None) -> Path:
-    """What answers queries: the promoted folder (with the batches fitted into it since), or the
-    interests stage's folder where nothing was promoted yet."""
-    stage = find_interest_folder(home, dataset)
-    promoted = serving_folder(home, stage.name)
-    return promoted if (promoted / TOKENS_FILE).is_file() else stage
-
-
 def promote(
-    metrics: dict[str, float],
+    models: Mapping[str, Mapping[str, float]],
     model: Path,
     tokens: TokensArtifact,
     folder: Path,
     config: PromotionConfig,
     manifest: dict[str, Any],
 ) -> Promotion:
-    """Serve `model` and `tokens` from `folder` if `metrics[config.metric]` is not worse than the
-    serving model's beyond the tolerance (or nothing is served yet); else leave `folder` as is."""
+    """Serve `model` and `tokens` from `folder` if the evaluation's figures (`models`, name ->
+    metric -> value, ours under `OURS`) pass `verdict`; else leave `folder` as is."""
     previous = read_manifest(folder)
-    candidate = float(metrics[config.metric])
+    candidate = float(models[OURS][config.metric])
+    gate = models.get(config.gate, {}).get(config.metric)
+    gate = None if gate is None else float(gate)
     current = None if previous is None else float(previous["metrics"][config.metric])
-    accepted, reason = verdict(candidate, current, config)
+    accepted, reason = verdict(candidate, gate, current, config)
+    outcome = Promotion(folder, accepted, config.metric, candidate, current, reason, gate=gate)
     if not accepted:
-        return Promotion(folder, False, config.metric, candidate, current, reason)
+        return outcome
     staging = folder.with_name(f".{folder.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
-    publish_tokens(tokens, staging, {**manifest, "metric": config.metric, "metrics": metrics})
-    shutil.copyfile(model, staging / MODEL_FILE)
+    scores = {**manifest, "metric": config.metric, "metrics": dict(models[OURS])}
+    write_release(tokens, model, staging, {**scores, "gate": {config.gate: gate}})
     kept, total = (0, 0) if previous is None else _keep_token_ids(folder, staging, config)
-    _swap(staging, folder)
-    return Promotion(folder, True, config.metric, candidate, current, reason, kept, total)
+    swap_in(staging, folder)
+    return Promotion(folder, True, config.metric, candidate, current, reason, kept, total, gate)
 
 
-def verdict(candidate: float, current: float | None, config: PromotionConfig) -> tuple[bool, str]:
+def verdict(
+    candidate: float, gate: float | None, current: float | None, config: PromotionConfig
+) -> tuple[bool, str]:
     """(promote?, why), for the UI and the run's tags."""
     if math.isnan(candidate):
         return False, f"the candidate's {config.metric} is undefined"
+    if gate is None:
+        return False, f"the evaluation did not score {config.gate}: nothing to gate on"
+    if not candidate > gate:
+        return False, (
+            f"does not beat {config.gate}: {config.metric} {candidate:.4f} against {gate:.4f}"
+        )
     if current is None:
-        return True, "nothing served yet"
+        return True, f"nothing served yet; beats {config.gate}"
     compared = (
         f"{config.metric} {candidate:.4f} against the serving {current:.4f}"
         f" (tolerance {config.tolerance})"
@@ -112,14 +108,6 @@ def verdict(candidate: float, current: float | None, config: PromotionConfig) ->
     if candidate < current - config.tolerance:
         return False, f"worse: {compared}"
     return True, f"not worse: {compared}"
-
-
-def read_manifest(folder: Path) -> dict[str, Any] | None:
-    path = folder / MANIFEST_FILE
-    if not (path.is_file() and (folder / MODEL_FILE).is_file()):
-        return None
-    manifest: dict[str, Any] = json.loads(path.read_text())
-    return manifest
 
 
 def _keep_token_ids(serving: Path, staging: Path, config: PromotionConfig) -> tuple[int, int]:
@@ -142,14 +130,3 @@ def _keep_token_ids(serving: Path, staging: Path, config: PromotionConfig) -> tu
     with atomic_path(staging / VOCABULARY_FILE) as partial:
         vocabulary.to_parquet(partial, index=False)
     return len(set(ids) & set(old.token_ids)), len(ids)
-
-
-def _swap(staging: Path, folder: Path) -> None:
-    """`staging` becomes `folder` by renames; the old folder (and its batch files, which index
-    the old tree) goes."""
-    retired = folder.with_name(f".{folder.name}.retired")
-    shutil.rmtree(retired, ignore_errors=True)
-    if folder.exists():
-        os.replace(folder, retired)
-    os.replace(staging, folder)
-    shutil.rmtree(retired, ignore_errors=True)

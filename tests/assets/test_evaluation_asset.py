@@ -1,5 +1,5 @@
 """The evaluation stage in Dagster: the report asset with its checks, MLflow run and UI page, and
-the gate that publishes tokens only for a model that beats popularity."""
+the gate that serves a model only when it beats popularity."""
 
 from __future__ import annotations
 
@@ -79,14 +79,15 @@ def upstream(
 def evaluate(
     upstream: Upstream, home: Path, config: dict[str, Any], model: ModelArtifact | None = None
 ) -> dg.ExecuteInProcessResult:
-    """Materialise evaluation_report, its checks and published_tokens on the handed-over inputs."""
+    """Materialise evaluation_report, its checks and the release (promoted_interests) on the
+    handed-over inputs."""
     values = dict(upstream.values)
     if model is not None:
         values["interest_model"] = model
     return dg.materialize(
         [
             defs.get_assets_def("evaluation_report"),
-            defs.get_assets_def("published_tokens"),
+            defs.get_assets_def("promoted_interests"),
             evaluation_report_checks,
             *(dg.AssetSpec(name) for name in upstream.values),
         ],
@@ -108,7 +109,7 @@ def checks(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluati
     return {e.check_name: e for e in result.get_asset_check_evaluations()}
 
 
-def test_report_checks_mlflow_and_publication(upstream: Upstream, tmp_path: Path) -> None:
+def test_report_checks_mlflow_and_release(upstream: Upstream, tmp_path: Path) -> None:
     result = evaluate(
         upstream,
         tmp_path,
@@ -155,15 +156,15 @@ def test_report_checks_mlflow_and_publication(upstream: Upstream, tmp_path: Path
     artifacts = {Path(a.path).name for a in client.list_artifacts(run.info.run_id, "report")}
     assert {"report.md", "metrics.json", "recall_at_k.png", "training_curve.png"} <= artifacts
 
-    published = tmp_path / "published" / "synthetic_ads"
-    manifest = json.loads((published / "manifest.json").read_text())
+    served = tmp_path / "serving" / "synthetic_ads"
+    manifest = json.loads((served / "manifest.json").read_text())
     assert manifest["models"]["hier"]["map@10"] == written["models"]["hier"]["map@10"]
-    index = InterestIndex.open(published)
+    index = InterestIndex.open(served)
     user = index.keys["users"][0]
     assert len(index.top_items(user, 5)) == 5
 
 
-def test_a_randomised_model_fails_the_gate_and_publishes_nothing(
+def test_a_randomised_model_fails_the_gate_and_serves_nothing(
     upstream: Upstream, tmp_path: Path
 ) -> None:
     broken = copy.deepcopy(upstream.model)
@@ -180,8 +181,8 @@ def test_a_randomised_model_fails_the_gate_and_publishes_nothing(
     assert evaluations["beats_popularity"].severity == dg.AssetCheckSeverity.ERROR
     report = result.output_for_node("evaluation_report")
     assert report.models["hier"]["map@10"] < report.models["popularity"]["map@10"]
-    assert not result.asset_materializations_for_node("published_tokens")
-    assert not (tmp_path / "published").exists()
+    assert not result.asset_materializations_for_node("promoted_interests")
+    assert not (tmp_path / "serving").exists()
 
 
 def test_an_architecture_other_than_the_models_is_refused(

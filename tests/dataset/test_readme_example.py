@@ -10,7 +10,7 @@ import duckdb
 
 from hier_pipeline.dataset import load_dataset, parse_dataset
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+DATASET_DOC = Path(__file__).resolve().parents[2] / "docs" / "dataset.md"
 FILES = {
     "customers.csv": "customer_id,signed_up,country\n1,2024-01-01,FR\n2,2024-01-02,DE\n",
     "brands.csv": "brand_id,name\n10,Acme outdoor\n11,Northwind kitchen\n",
@@ -28,7 +28,7 @@ FILES = {
 
 
 def readme_example() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = DATASET_DOC.read_text(encoding="utf-8")
     match = re.search(r"<!-- example:dataset\.yaml[^>]*-->\n```yaml\n(.*?)```", text, re.DOTALL)
     assert match, "README lost its worked dataset.yaml example"
     return match.group(1)

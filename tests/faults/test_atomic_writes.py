@@ -1,7 +1,7 @@
 """A failed write (disk full, a rename refused, a read-only folder) leaves the previous output as
 it was, for every writer that goes through `atomic_path`: the DuckDB database, the saved graph,
 the embedding cache segments and the evaluation report (whose `write_atomically` also writes the
-published manifest, the training summary and the primitive map)."""
+release manifest, the training summary and the primitive map)."""
 
 from __future__ import annotations
 

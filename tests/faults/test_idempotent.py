@@ -41,16 +41,17 @@ OUTPUTS = {
         "interests/synthetic_ads/vocabulary.parquet",
     ],
     "evaluation_report": ["evaluation/synthetic_ads/metrics.json"],
-    "published_tokens": [
-        f"published/synthetic_ads/{name}"
-        for name in ("tokens.pt", "embeddings.pt", "hierarchy.pt", "vocabulary.parquet")
+    "promoted_interests": [
+        f"serving/synthetic_ads/{name}"
+        for name in ("tokens.pt", "embeddings.pt", "hierarchy.pt", "vocabulary.parquet", "model.pt")
     ]
-    + ["published/synthetic_ads/manifest.json"],
+    + ["serving/synthetic_ads/manifest.json"],
 }
 
 # The only fields that legitimately change between runs: wall-clock seconds per evaluated model,
-# and the id of the Dagster run that published (the manifest's lineage).
-VOLATILE = {"metrics.json": "seconds", "manifest.json": "run_id"}
+# and the ids of the Dagster run that released and of the model's MLflow run (the manifest's
+# lineage).
+VOLATILE = {"metrics.json": ("seconds",), "manifest.json": ("dagster_run", "model_run")}
 
 
 def _run_config() -> dict[str, Any]:
@@ -66,7 +67,8 @@ def _content(path: Path) -> Any:
         return torch.load(path, weights_only=True)
     if path.suffix == ".json":
         document = json.loads(path.read_text())
-        document.pop(VOLATILE.get(path.name, ""), None)
+        for key in VOLATILE.get(path.name, ()):
+            document.pop(key, None)
         return document
     if path.suffix == ".duckdb":
         with open_database(path) as connection:

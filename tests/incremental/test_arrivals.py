@@ -17,6 +17,7 @@ from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.release.promotion import PromotionConfig, promote
 from resources import DatasetResource, StorageResource
 from tests.incremental.conftest import Base
+from tests.incremental.test_promotion import PASSING
 from tests.interests.conftest import HandedOver
 
 
@@ -45,9 +46,7 @@ def test_a_new_batch_makes_one_partition_and_one_run_request(arrivals: Path) -> 
 def test_the_run_materialises_only_the_batch_partition_and_serves_it(
     arrivals: Path, base: Base, tmp_path: Path
 ) -> None:
-    serving = promote(
-        {"map@10": 0.0}, base.model, base.tokens, tmp_path / "promoted", PromotionConfig(), {}
-    )
+    serving = promote(PASSING, base.model, base.tokens, tmp_path / "serving", PromotionConfig(), {})
     upstream = {
         "raw_tables": base.raw,
         "relational_graph": base.graph_artifact,

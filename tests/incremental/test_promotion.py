@@ -1,5 +1,6 @@
-"""Retraining: a retrain is promoted only if its evaluation is not worse than the serving model's,
-and a promoted tree keeps the token ids of the interests that kept their meaning."""
+"""Retraining: a retrain is promoted only if its evaluation beats popularity and is not worse than
+the serving model's, and a promoted tree keeps the token ids of the interests that kept their
+meaning."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from assets.definitions import defs
 from assets.promotion import RUN_TAG, promotion_checks
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models
-from hier_pipeline.evaluation.report import OURS, EvaluationReport
+from hier_pipeline.evaluation.report import GATE, OURS, EvaluationReport
 from hier_pipeline.graph import default_split
 from hier_pipeline.interests.artifact import (
     HierarchyArtifact,
@@ -34,9 +35,13 @@ from hier_pipeline.interests.matching import stable_token_ids
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import ModelArtifact, save_model
 from hier_pipeline.release.promotion import PromotionConfig, promote
+from hier_pipeline.release.serving import serving_folder
 from resources import DatasetResource, MLflowResource, StorageResource
 from tests.incremental.conftest import Base
 from tests.interests.conftest import TINY, HandedOver
+
+# An evaluation our model passes: it beats the gate baseline.
+PASSING = {OURS: {"map@10": 0.1}, GATE: {"map@10": 0.0}}
 
 
 @dataclass(frozen=True)
@@ -134,9 +139,7 @@ def test_a_worse_retrain_is_not_promoted_and_the_run_is_marked(
 def test_token_ids_survive_a_retrain_on_unchanged_data(base: Base, tmp_path: Path) -> None:
     """The retrain finds the same interests but lists them in another order (its tree is the
     served one reordered): every item keeps every token id, in the bags served after it."""
-    served = promote(
-        {"map@10": 0.0}, base.model, base.tokens, tmp_path / "served", PromotionConfig(), {}
-    )
+    served = promote(PASSING, base.model, base.tokens, tmp_path / "served", PromotionConfig(), {})
     before = InterestIndex.open(served.folder)
     artifact = base.tokens.load()
     tree = load_hierarchy(artifact.hierarchy)
@@ -147,7 +150,7 @@ def test_token_ids_survive_a_retrain_on_unchanged_data(base: Base, tmp_path: Pat
         base.embeddings, hierarchy, base.spec, base.raw.database, regrown, TokenConfig()
     )
     assert InterestIndex.open(regrown).hierarchy.token_ids != tree.token_ids  # ids did move
-    again = promote({"map@10": 0.0}, base.model, tokens, served.folder, PromotionConfig(), {})
+    again = promote(PASSING, base.model, tokens, served.folder, PromotionConfig(), {})
     assert again.promoted and again.ids_kept == again.ids == len(tree.token_ids)
     after = InterestIndex.open(again.folder)
     for key in before.keys["products"]:
@@ -187,3 +190,23 @@ def _reverse_level0(tree: InterestHierarchy) -> InterestHierarchy:
         token_ids(parent, tree.offsets),
         position[tree.members],
     )
+
+
+@pytest.mark.parametrize(
+    ("models", "reason"),
+    [
+        ({OURS: {"map@10": 0.02}, GATE: {"map@10": 0.05}}, "does not beat popularity"),
+        ({OURS: {"map@10": 0.05}, GATE: {"map@10": 0.05}}, "does not beat popularity"),
+        ({OURS: {"map@10": 0.05}, "ease": {"map@10": 0.01}}, "did not score popularity"),
+    ],
+)
+def test_nothing_serving_still_serves_no_model_that_fails_the_gate(
+    base: Base, tmp_path: Path, models: dict, reason: str
+) -> None:
+    """Run alone (no blocking check upstream) with nothing served yet, the release refuses a model
+    that loses or ties to popularity, or that was never compared with it."""
+    folder = serving_folder(tmp_path, base.spec.name)
+    outcome = promote(models, base.model, base.tokens, folder, PromotionConfig(), {})
+    assert not outcome.promoted and outcome.current is None
+    assert reason in outcome.reason
+    assert not folder.exists()
