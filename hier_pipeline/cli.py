@@ -110,14 +110,12 @@ def _train(arguments: argparse.Namespace) -> int:
 
     chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
     config = TrainConfig(**{k: v for k, v in chosen.items() if v is not None})
-    result = fit(arguments.dataset_dir, arguments.out, config)
+    trained = fit(arguments.dataset_dir, arguments.out, config)
+    result = trained.result
     best = result.history[result.best_epoch]
-    print(
-        json.dumps(
-            {"best_epoch": result.best_epoch + 1, **{k: round(v, 5) for k, v in best.items()}},
-            indent=2,
-        )
-    )
+    popularity = {f"popularity/{k}": round(v, 5) for k, v in trained.popularity.items()}
+    rounded = {k: round(v, 5) for k, v in best.items()}
+    print(json.dumps({"best_epoch": result.best_epoch + 1, **rounded, **popularity}, indent=2))
     return 0
 
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 from hier_pipeline.files.atomic import write_atomically
 from hier_pipeline.model.distributed import join_cluster
-from hier_pipeline.model.train import TrainConfig, TrainResult
+from hier_pipeline.model.train import TrainConfig
 from hier_pipeline.pipeline.prepare import prepare
-from hier_pipeline.pipeline.train import train_interest_model
+from hier_pipeline.pipeline.train import TrainedModel, train_interest_model
 
 
-def fit(dataset_dir: Path, out_dir: Path, config: TrainConfig) -> TrainResult:
+def fit(dataset_dir: Path, out_dir: Path, config: TrainConfig) -> TrainedModel:
     """Train on a dataset folder. Under `torchrun` every rank prepares its own copy of the inputs
     (in `out_dir/rank<r>`), trains its shard of each batch, and rank 0 writes the model."""
     cluster = join_cluster()
@@ -36,4 +36,4 @@ def fit(dataset_dir: Path, out_dir: Path, config: TrainConfig) -> TrainResult:
         "weights_checksum": checksum,
     }
     write_atomically(work / "summary.json", json.dumps(summary, indent=2))
-    return result
+    return trained
