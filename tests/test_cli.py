@@ -91,7 +91,7 @@ def test_evaluate_writes_the_promised_metrics_and_prints_one_table(
         assert {"map@10", "recall@50", "ndcg@10", "cold_item_recall@50"} <= set(values)
         assert 0.0 <= values["map@10"] <= 1.0
     hierarchy = metrics["hierarchy"]
-    assert [set(level) for level in hierarchy["levels"]] == [{"size", "nmi", "ari"}] * 3
+    assert [set(level) for level in hierarchy["levels"]] == [{"size", "nmi", "ari", "ami"}] * 3
     assert all(0.0 < level["nmi"] <= 1.0 for level in hierarchy["levels"])  # planted truth
     assert hierarchy["token_recall@50"] == metrics["models"]["hier_tokens"]["recall@50"]
     assert -1.0 <= hierarchy["stability_ari"] <= 1.0

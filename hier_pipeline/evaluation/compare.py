@@ -16,7 +16,10 @@ comparison is on the window after it, [t2, end), end = the last event + 1:
     content view (no history term: it isolates where content alone places an item);
   - token retrieval (`hier_tokens`) ranks items by the Bag-of-Meaning tokens they share with the
     user, bags assigned from the same t2 vectors with the materialised tree (grown on the
-    embeddings as of the end of the data: it saw the items' later neighbourhoods, not the users').
+    embeddings as of the end of the data: it saw the items' later neighbourhoods, not the users');
+  - from every model's final ranking of the same users: 95% bootstrap intervals, ours minus each
+    baseline with a paired interval (`uncertainty.py`), and recall on repeat vs explore positives
+    with the share of each top 50 taken from the user's history (`segments.py`).
 """
 
 from __future__ import annotations
@@ -43,8 +46,16 @@ from hier_pipeline.evaluation.interest_recommender import (
     content_item_vectors,
     graph_vectors,
 )
-from hier_pipeline.evaluation.report import OURS, EvaluationReport, HierarchyScores
+from hier_pipeline.evaluation.report import HISTORY_SHARE, OURS, EvaluationReport, HierarchyScores
+from hier_pipeline.evaluation.segments import (
+    SEGMENT_K,
+    engaged_before,
+    history_share,
+    segment_recall,
+    split_relevant,
+)
 from hier_pipeline.evaluation.truth import level_scores
+from hier_pipeline.evaluation.uncertainty import intervals, versus
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
@@ -128,6 +139,15 @@ def evaluate_models(
         progress=progress,
         fitted=fitted,
     )
+    window, rankings = result.window, result.rankings
+    seen = engaged_before(graph, window.users, split.t2)
+    positives = split_relevant(window.relevant, seen)
+    segments: dict[str, dict[str, dict[str, float]]] = {name: {} for name in positives}
+    for name, topk in rankings.items():
+        result.metrics[name][HISTORY_SHARE] = history_share(topk, seen)
+        for segment, recall in segment_recall(topk, positives).items():
+            segments[segment][name] = {f"recall@{SEGMENT_K}": recall}
+    baselines = [name for name in comparison.baselines if name in rankings]
     scores = None
     if hierarchy is not None:
         scores = HierarchyScores(
@@ -151,6 +171,9 @@ def evaluate_models(
         exclude_seen=result.exclude_seen,
         users=result.num_users,
         cold_users=result.num_cold_users,
+        intervals=intervals(rankings, window.relevant, comparison.seed),
+        versus=versus(rankings, window.relevant, OURS, baselines, comparison.seed),
+        segments=segments,
     )
 
 

@@ -17,8 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from hier_pipeline.files.atomic import write_atomically
+from hier_pipeline.ranking.bootstrap import Difference
 
 OURS = "hier"
+HISTORY_SHARE = "history_share@50"
 GATE = "popularity"  # the baseline our model must beat to be served (the release's gate)
 HEADLINE = ("map@10", "recall@50", "ndcg@10", "cold_item_recall@50")
 RECALL_KS = (10, 50, 100)
@@ -35,6 +37,7 @@ class LevelScore:
     size: int
     nmi: float | None  # against the known taxonomy or planted truth; None without one
     ari: float | None
+    ami: float | None = None  # NMI adjusted for chance: 0 for random labels of any granularity
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,12 @@ class EvaluationReport:
     exclude_seen: bool = False
     users: int = 0
     cold_users: int = 0
+    # model -> metric -> 95% percentile interval of the mean over users (paired bootstrap)
+    intervals: dict[str, dict[str, tuple[float, float]]] = field(default_factory=dict)
+    # baseline -> metric -> ours minus that baseline, with its interval
+    versus: dict[str, dict[str, Difference]] = field(default_factory=dict)
+    # segment (`repeat`, `explore`) -> model -> metric
+    segments: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         hierarchy = None
@@ -75,7 +84,15 @@ class EvaluationReport:
             "dataset": self.dataset,
             "target_stage": self.target_stage,
             "split": {"t1": _iso(self.t1), "t2": _iso(self.t2), "end": _iso(self.end)},
-            "models": {name: _finite(metrics) for name, metrics in self.models.items()},
+            "models": {name: self._model_json(name) for name in self.models},
+            "versus": {
+                baseline: {metric: _finite(d.to_json()) for metric, d in differences.items()}
+                for baseline, differences in self.versus.items()
+            },
+            "segments": {
+                segment: {name: _finite(metrics) for name, metrics in models.items()}
+                for segment, models in self.segments.items()
+            },
             "hierarchy": hierarchy,
             "settings": self.settings,
             "seconds": {name: round(value, 1) for name, value in self.seconds.items()},
@@ -86,6 +103,13 @@ class EvaluationReport:
                 "users_with_cold_items": self.cold_users,
             },
         }
+
+    def _model_json(self, name: str) -> dict[str, Any]:
+        """The model's figures, with `ci95` (metric -> [low, high]) where intervals were drawn."""
+        figures = _finite(self.models[name])
+        if name in self.intervals:
+            figures["ci95"] = {m: _pair(bounds) for m, bounds in self.intervals[name].items()}
+        return figures
 
     def write(self, folder: Path) -> Path:
         """`metrics.json`, `report.md` and the plots into `folder`; returns the report's path."""
@@ -120,6 +144,17 @@ class EvaluationReport:
             metrics["eval/hierarchy/token_recall@50"] = self.hierarchy.token_recall_at_50
             metrics["eval/hierarchy/embedding_recall@50"] = self.hierarchy.embedding_recall_at_50
             metrics["eval/hierarchy/stability_ari"] = _nan(self.hierarchy.stability_ari)
+            for level, score in enumerate(self.hierarchy.levels):
+                metrics[f"eval/hierarchy/L{level}/ami"] = _nan(score.ami)
+        for baseline, differences in self.versus.items():
+            for metric, found in differences.items():
+                metrics[f"eval/versus/{baseline}/{metric}/diff"] = found.diff
+                metrics[f"eval/versus/{baseline}/{metric}/ci_low"] = found.low
+                metrics[f"eval/versus/{baseline}/{metric}/ci_high"] = found.high
+        for segment, models in self.segments.items():
+            for name, values in models.items():
+                for metric, value in values.items():
+                    metrics[f"eval/segment/{segment}/{name}/{metric}"] = value
         return {name: value for name, value in metrics.items() if math.isfinite(value)}
 
     def beats(self, baseline: str, metric: str = "map@10") -> bool:
@@ -156,6 +191,8 @@ def render_markdown(report: EvaluationReport, folder: Path) -> str:
         table,
         "",
         *_verdict(report),
+        *_uncertainty(report),
+        *_segments(report),
         *_image(folder, "recall", "Recall@K"),
         *_image(folder, "cold", "Warm vs cold-start items"),
     ]
@@ -165,9 +202,9 @@ def render_markdown(report: EvaluationReport, folder: Path) -> str:
             "## Interest hierarchy",
             "",
             _table(
-                ["level", "primitives", "NMI", "ARI"],
+                ["level", "primitives", "NMI", "AMI", "ARI"],
                 [
-                    [str(i), str(level.size), _cell(level.nmi), _cell(level.ari)]
+                    [str(i), str(level.size), _cell(level.nmi), _cell(level.ami), _cell(level.ari)]
                     for i, level in enumerate(hierarchy.levels)
                 ],
             ),
@@ -239,6 +276,57 @@ def _verdict(report: EvaluationReport) -> list[str]:
     return [f"`{OURS}` does **not** beat these baselines on MAP@10: {', '.join(lost)}.", ""]
 
 
+def _uncertainty(report: EvaluationReport) -> list[str]:
+    """Ours minus each baseline with its paired 95% interval: a win only where it excludes 0."""
+    if not report.versus:
+        return []
+    metrics = sorted({m for differences in report.versus.values() for m in differences})
+    rows = [
+        [name, *(_difference(differences.get(m)) for m in metrics)]
+        for name, differences in report.versus.items()
+    ]
+    return [
+        f"`{OURS}` minus each baseline over the same users, with a 95% paired bootstrap interval"
+        " (an interval that crosses 0 is a tie):",
+        "",
+        _table(["baseline", *metrics], rows),
+        "",
+    ]
+
+
+def _difference(found: Difference | None) -> str:
+    if found is None or not math.isfinite(found.diff):
+        return "-"
+    verdict = "win" if found.low > 0 else "loss" if found.high < 0 else "tie"
+    return f"{found.diff:+.4f} [{found.low:+.4f}, {found.high:+.4f}] {verdict}"
+
+
+def _segments(report: EvaluationReport) -> list[str]:
+    """Recall on repeat and explore positives, and how much of each top list is history."""
+    if not report.segments:
+        return []
+    segments = list(report.segments)
+    names = list(next(iter(report.segments.values())))
+    metrics = sorted({m for models in report.segments.values() for m in models[names[0]]})
+    header = [f"{segment} {metric}" for segment in segments for metric in metrics]
+    rows = [
+        [
+            name,
+            *(_cell(report.segments[s][name].get(m)) for s in segments for m in metrics),
+            _cell(report.models[name].get(HISTORY_SHARE)),
+        ]
+        for name in names
+    ]
+    return [
+        "Where the hits come from: positives the user had engaged with before the window"
+        " (repeat) and new ones (explore); history share is the part of the top 50 taken from"
+        " the user's own history.",
+        "",
+        _table(["model", *header, HISTORY_SHARE], rows),
+        "",
+    ]
+
+
 def _image(folder: Path, name: str, title: str) -> list[str]:
     file = PLOTS[name]
     return [f"![{title}]({file})", ""] if (folder / file).is_file() else []
@@ -271,7 +359,14 @@ def _number(value: float | None) -> float | None:
 
 def _finite(values: dict[str, Any]) -> dict[str, Any]:
     """NaN is not JSON: undefined figures become null."""
-    return {k: _number(v) if isinstance(v, float) else v for k, v in values.items()}
+    return {
+        k: _number(v) if isinstance(v, float) else _pair(v) if isinstance(v, list) else v
+        for k, v in values.items()
+    }
+
+
+def _pair(bounds: tuple[float, float] | list[float]) -> list[float | None]:
+    return [_number(bound) for bound in bounds]
 
 
 def _day(seconds: int) -> str:

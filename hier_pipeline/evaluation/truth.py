@@ -44,5 +44,5 @@ def level_scores(tree: InterestHierarchy, truth: np.ndarray | None) -> list[Leve
         agreement = level_agreement(
             tree.members[:, level], truth[:, min(level, truth.shape[1] - 1)]
         )
-        scores.append(LevelScore(size, agreement["nmi"], agreement["ari"]))
+        scores.append(LevelScore(size, agreement["nmi"], agreement["ari"], agreement["ami"]))
     return scores

@@ -5,24 +5,31 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.metrics import adjusted_rand_score, normalized_mutual_info_score
+from sklearn.metrics import (
+    adjusted_mutual_info_score,
+    adjusted_rand_score,
+    normalized_mutual_info_score,
+)
 from torch import Tensor
 
 Labels = Tensor | np.ndarray
 
 
 def level_agreement(assignments: Labels, truth: Labels) -> dict[str, float]:
-    """{"nmi": normalised mutual information (arithmetic mean), "ari": adjusted Rand index}.
+    """{"nmi": normalised mutual information (arithmetic mean), "ami": the same adjusted for
+    chance, "ari": adjusted Rand index}.
 
     NMI rewards any refinement of the truth (more clusters than true classes cost little) and is
-    > 0 even for random labels with many clusters; ARI is ~0 for random labels and penalises
-    over-splitting, so the two together say whether a level is the truth, a refinement, or noise.
+    > 0 even for random labels with many clusters; AMI subtracts what random labels of the same
+    sizes would score (0 for noise at any granularity); ARI is ~0 for random labels and penalises
+    over-splitting. Together they say whether a level is the truth, a refinement, or noise.
     """
     a, b = _numpy(assignments), _numpy(truth)
     if a.shape != b.shape:
         raise ValueError(f"{a.shape[0]} assignments against {b.shape[0]} truth labels")
     return {
         "nmi": float(normalized_mutual_info_score(b, a)),
+        "ami": float(adjusted_mutual_info_score(b, a)),
         "ari": float(adjusted_rand_score(b, a)),
     }
 

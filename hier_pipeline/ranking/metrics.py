@@ -131,6 +131,17 @@ def ranking_metrics(
     Shapes: topk [U, K] long (row u ranks user u's items, best first; -1 = none).
     Output: {"recall@10": ..., "ndcg@10": ..., "map@10": ..., "hit@10": ...}; NaN without users.
     """
+    return {
+        name: values.mean().item() for name, values in per_user_metrics(topk, relevant, ks).items()
+    }
+
+
+def per_user_metrics(
+    topk: Tensor, relevant: UserItems, ks: Sequence[int] = (10,)
+) -> dict[str, Tensor]:
+    """`ranking_metrics` before the mean: one value per user with something relevant, in user
+    order (what a paired bootstrap resamples). Shapes: -> [U'] float32 each, U' = users with
+    |R| > 0."""
     if len(topk) != relevant.num_users:
         raise ValueError(f"{len(topk)} ranked users but {relevant.num_users} in the truth")
     count = relevant.counts()
@@ -140,7 +151,7 @@ def ranking_metrics(
     position = torch.arange(1, topk.size(1) + 1, dtype=torch.float32)
     discount = 1.0 / torch.log2(position + 1.0)
     ideal = torch.cat([torch.zeros(1), discount.cumsum(0)])  # ideal[n]: DCG of n hits on top
-    results: dict[str, float] = {}
+    results: dict[str, Tensor] = {}
     for k in ks:
         if not 0 < k <= topk.size(1):
             raise ValueError(f"k={k} is outside 1..{topk.size(1)}")
@@ -148,12 +159,10 @@ def ranking_metrics(
         found = hits.sum(dim=1)
         clipped = count.clamp(max=k)
         precision_at = hits.cumsum(dim=1) / position[:k]
-        results[f"recall@{k}"] = (found / count).mean().item()
-        results[f"ndcg@{k}"] = (
-            ((hits * discount[:k]).sum(dim=1) / ideal[clipped.long()]).mean().item()
-        )
-        results[f"map@{k}"] = ((precision_at * hits).sum(dim=1) / clipped).mean().item()
-        results[f"hit@{k}"] = (found > 0).float().mean().item()
+        results[f"recall@{k}"] = found / count
+        results[f"ndcg@{k}"] = (hits * discount[:k]).sum(dim=1) / ideal[clipped.long()]
+        results[f"map@{k}"] = (precision_at * hits).sum(dim=1) / clipped
+        results[f"hit@{k}"] = (found > 0).float()
     return results
 
 

@@ -41,7 +41,7 @@ from hier_pipeline.ranking.metrics import evaluate_embeddings
 from hier_pipeline.tracking import flatten_params
 from tests.interests.conftest import TINY
 
-BASELINE_NAMES = ("popularity", "itemknn")
+BASELINE_NAMES = ("popularity", "repeat", "itemknn")
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,29 @@ def test_every_model_is_scored_on_the_window_after_validation(compared: Compared
         assert set(metrics) == keys, name
         assert all(0.0 <= v <= 1.0 for k, v in metrics.items() if not k.startswith("cold")), name
     assert report.history and report.settings.keys() == set(BASELINE_NAMES)
+
+
+def test_every_figure_carries_its_interval_and_its_segments(compared: Compared) -> None:
+    """Intervals hold their point figure, each baseline has ours-minus-it with an interval around
+    the difference of the two point figures, and the segments tell replay from exploration: the
+    buy-again baseline fills its top 50 from history first and finds nothing new to a user."""
+    report = compared.report
+    for name, metrics in report.models.items():
+        for metric, (low, high) in report.intervals[name].items():
+            assert low <= metrics[metric] <= high, (name, metric)
+        assert 0.0 <= metrics["history_share@50"] <= 1.0, name
+    assert set(report.versus) == set(BASELINE_NAMES)
+    for baseline, differences in report.versus.items():
+        for metric, found in differences.items():
+            point = report.models["hier"][metric] - report.models[baseline][metric]
+            assert found.diff == pytest.approx(point, abs=1e-6)
+            assert found.low <= found.diff <= found.high
+    assert set(report.segments) == {"repeat", "explore"}
+    assert report.segments["repeat"].keys() == report.models.keys()
+    share = {name: report.models[name]["history_share@50"] for name in BASELINE_NAMES}
+    assert share["repeat"] > share["popularity"]
+    repeat = report.segments["repeat"]
+    assert all(repeat["repeat"]["recall@50"] >= repeat[n]["recall@50"] for n in BASELINE_NAMES)
 
 
 def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -> None:

@@ -15,6 +15,7 @@ from hier_pipeline.evaluation.report import (
     LevelScore,
     inline_images,
 )
+from hier_pipeline.ranking.bootstrap import Difference
 
 DAY = 86_400
 
@@ -46,7 +47,11 @@ def report(hierarchy: bool = True, history: bool = True) -> EvaluationReport:
         settings={"popularity": {"window_days": 7.0}, "graphsage": {"temperature": 0.1}},
         seconds={"popularity": 0.4, "graphsage": 31.0, "hier": 2.0, "hier_no_bias": 2.1},
         hierarchy=HierarchyScores(
-            [LevelScore(8, 0.9, 0.8), LevelScore(32, 0.7, math.nan), LevelScore(128, None, None)],
+            [
+                LevelScore(8, 0.9, 0.8, 0.85),
+                LevelScore(32, 0.7, math.nan),
+                LevelScore(128, None, None),
+            ],
             token_recall_at_50=0.11,
             embedding_recall_at_50=0.15,
             stability_ari=None,
@@ -63,6 +68,15 @@ def report(hierarchy: bool = True, history: bool = True) -> EvaluationReport:
         exclude_seen=True,
         users=250,
         cold_users=40,
+        intervals={"hier": {"map@10": (0.04, 0.06)}, "popularity": {"map@10": (0.01, math.nan)}},
+        versus={
+            "popularity": {"map@10": Difference(0.03, 0.01, 0.05)},
+            "graphsage": {"map@10": Difference(-0.04, -0.07, 0.002)},
+        },
+        segments={
+            "repeat": {"hier": {"recall@50": 0.5}, "popularity": {"recall@50": 0.2}},
+            "explore": {"hier": {"recall@50": math.nan}, "popularity": {"recall@50": 0.1}},
+        },
     )
 
 
@@ -79,10 +93,16 @@ def test_json_has_the_promised_shape_with_null_for_undefined(tmp_path: Path) -> 
     assert written["models"]["hier"]["map@10"] == 0.05
     assert written["models"]["popularity"]["cold_item_recall@50"] is None  # NaN is not JSON
     hierarchy = written["hierarchy"]
-    assert hierarchy["levels"][0] == {"size": 8, "nmi": 0.9, "ari": 0.8}
+    assert hierarchy["levels"][0] == {"size": 8, "nmi": 0.9, "ari": 0.8, "ami": 0.85}
     assert hierarchy["levels"][1]["ari"] is None and hierarchy["levels"][2]["nmi"] is None
     assert hierarchy["token_recall@50"] == 0.11 and hierarchy["stability_ari"] is None
     assert written["protocol"]["already_seen_items_are_candidates"] is False
+    assert written["models"]["hier"]["ci95"] == {"map@10": [0.04, 0.06]}
+    assert written["models"]["popularity"]["ci95"] == {"map@10": [0.01, None]}
+    assert "ci95" not in written["models"]["graphsage"]
+    assert written["versus"]["popularity"]["map@10"] == {"diff": 0.03, "ci95": [0.01, 0.05]}
+    assert written["segments"]["explore"]["hier"]["recall@50"] is None
+    assert written["segments"]["repeat"]["popularity"]["recall@50"] == 0.2
 
 
 def test_markdown_has_every_section_and_its_plots(tmp_path: Path) -> None:
@@ -102,6 +122,9 @@ def test_markdown_has_every_section_and_its_plots(tmp_path: Path) -> None:
         "`hier` does **not** beat these baselines on MAP@10: graphsage." in page
     )  # ablations are not rivals
     assert "| 1 | 32 | 0.7000 | - |" in page
+    assert "| popularity | +0.0300 [+0.0100, +0.0500] win |" in page
+    assert "| graphsage | -0.0400 [-0.0700, +0.0020] tie |" in page  # the interval crosses 0
+    assert "| hier | 0.5000 | - |" in page  # repeat and explore recall@50
     linked = set(re.findall(r"\]\(([^)]+\.png)\)", page))
     assert linked == set(PLOTS.values())
     for name in linked:
@@ -133,7 +156,13 @@ def test_tracked_metrics_name_every_defined_figure_once() -> None:
     assert tracked["eval/hierarchy/token_recall@50"] == 0.11
     assert "eval/popularity/cold_item_recall@50" not in tracked  # NaN: not logged
     assert "eval/hierarchy/L1/ari" not in tracked and "eval/hierarchy/stability_ari" not in tracked
-    assert len(tracked) == 4 * 6 - 1 + 3 + 2  # models x metrics - NaN, L0 nmi/ari, L1 nmi, recalls
+    assert tracked["eval/hierarchy/L0/ami"] == 0.85
+    assert tracked["eval/versus/popularity/map@10/ci_low"] == 0.01
+    assert tracked["eval/segment/repeat/hier/recall@50"] == 0.5
+    assert "eval/segment/explore/hier/recall@50" not in tracked  # NaN
+    # models x metrics - NaN, L0 nmi/ari/ami, L1 nmi, recalls, 2 baselines x (diff, low, high),
+    # the finite segment recalls
+    assert len(tracked) == 4 * 6 - 1 + 4 + 2 + 2 * 3 + 3
 
 
 def test_beats_is_strict_and_ignores_our_variants() -> None:

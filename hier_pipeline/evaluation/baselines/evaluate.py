@@ -135,6 +135,9 @@ class BaselineEvaluation:
     metrics: dict[str, dict[str, float]] = field(default_factory=dict)  # baseline -> metric
     tuning: dict[str, TuningResult] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)  # tuning + final fit + ranking
+    # model -> its final ranking of the window's users, [U, max(ks, COLD_K)]: what per-user
+    # figures (intervals, segments) are computed from
+    rankings: dict[str, Tensor] = field(default_factory=dict)
     repeat_rate: float = float("nan")
     exclude_seen: bool = False
     num_users: int = 0
@@ -186,6 +189,7 @@ def evaluate_baselines(
 
     def score(name: str, recommender: Recommender, started: float, note: str = "") -> None:
         topk = fit_and_rank(recommender, history, window, depth, result.exclude_seen)
+        result.rankings[name] = topk
         result.metrics[name] = window_metrics(topk, window.relevant, cold_relevant, ks)
         result.seconds[name] = time.perf_counter() - started
         if progress is not None:
