@@ -18,21 +18,29 @@ def quote(identifier: str) -> str:
     return '"' + identifier.replace('"', '""') + '"'
 
 
+def literal(text: str) -> str:
+    """A SQL string literal for `text` (quotes doubled)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 # Long enough for any real description (text is clipped to what the encoder reads later, in the
 # content stage); a longer line is quarantined, or refused with the file when the type sniffer
 # meets it in its first rows. DuckDB's default (2 MB) refused a whole file over one long review.
 MAX_CSV_LINE_BYTES = 16 * 1024 * 1024
 
 
-def reader_sql(path: Path, *, rejects: str | None = None) -> str:
-    """`read_parquet(?)` or `read_csv(?, ...)` with the path bound as the first parameter.
+def reader_sql(path: Path, *, rejects: str | None = None, filename: str | None = None) -> str:
+    """`read_parquet(?)` or `read_csv(?, ...)` with the path (or list of paths) bound as the
+    first parameter.
 
     For CSV, `rejects` names the tables where DuckDB keeps malformed lines (bad quoting, wrong
     column count, bad UTF-8) instead of failing, so they can be quarantined. Without it (reading
     only the schema), such lines are skipped so that they cannot hide the file's columns.
+    `filename` names a column that holds each row's file.
     """
+    file_column = "" if filename is None else f", filename = {literal(filename)}"
     if path.suffix.lower() == ".parquet":
-        return "read_parquet(?)"
+        return f"read_parquet(?{file_column})"
     # A fixed dialect: the sniffer only infers types, so a malformed line cannot make it guess
     # another delimiter for the whole file.
     options = (
@@ -46,7 +54,7 @@ def reader_sql(path: Path, *, rejects: str | None = None) -> str:
             f", store_rejects = true, rejects_table = '{rejects}_errors',"
             f" rejects_scan = '{rejects}_scans'"
         )
-    return f"read_csv(?, {options})"
+    return f"read_csv(?, {options}{file_column})"
 
 
 def predicate(where: str, *, table: str) -> duckdb.Expression:
