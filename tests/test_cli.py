@@ -36,8 +36,25 @@ def test_validate_reports_counts_and_quarantine(tmp_path: Path) -> None:
         "quarantined": 1,
         "quarantined_by_reason": {"dangling_foreign_key": 1},
     }
+    assert "database" not in report  # a scratch file, deleted before the report is printed
     human = hier("validate", str(folder))
     assert "| events | events.csv | 6 | 5 | 1 | dangling_foreign_key: 1 |" in human.stdout
+
+
+def test_validate_answers_what_a_full_run_would_with_the_batches(tmp_path: Path) -> None:
+    folder = write_dataset(tmp_path / "d")
+    batch = folder / "incoming" / "b1"
+    batch.mkdir(parents=True)
+    (batch / "users.csv").write_text("user_id,signup,age\n4,2024-01-04,50\n5\n")
+    report = json.loads(hier("validate", str(folder), "--json").stdout)
+    assert report["tables"]["users"]["read"] == 5
+    assert report["tables"]["users"]["quarantined_by_reason"] == {"csv_malformed": 1}
+    (batch / "users.csv").unlink()
+    (batch / "events.parquet").write_bytes(b"PAR1")
+    result = hier("validate", str(folder))
+    assert result.returncode == 2
+    assert "file 'incoming/b1/events.parquet', table 'events'" in result.stderr
+    assert "read from .csv files, so its batch files must be .csv too" in result.stderr
 
 
 def test_validate_fails_clearly_on_a_broken_description(tmp_path: Path) -> None:
