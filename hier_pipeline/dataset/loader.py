@@ -21,6 +21,7 @@ from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.lock import exclusive_lock
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import (
+    STORED_TYPES,
     ForeignKeyJoin,
     literal,
     needs_text_cast,
@@ -233,8 +234,8 @@ def check_rows(
 def _typed_column(table: TableSpec, name: str, source_type: str) -> str:
     """Declared numeric/timestamp columns are stored typed, now that every value is known to parse."""
     kind = table.columns.get(name)
-    target = {"numeric": "DOUBLE", "timestamp": "TIMESTAMP"}.get(kind or "")
-    if target is None or source_type in (target,):
+    target = STORED_TYPES.get(kind or "")
+    if target is None or source_type == target:
         return f"s.{quote(name)}"
     return f"TRY_CAST(s.{quote(name)} AS {target}) AS {quote(name)}"
 

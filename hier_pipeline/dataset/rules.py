@@ -17,6 +17,7 @@ from hier_pipeline.dataset.sql import literal, quote
 
 TEMPORAL_TYPES = ("TIMESTAMP", "DATE")
 FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+STORED_TYPES = {"numeric": "DOUBLE", "timestamp": "TIMESTAMP"}  # declared kind -> stored type
 
 
 @dataclass(frozen=True)
@@ -104,7 +105,7 @@ def row_rules(
     if table.time is not None:
         rules.extend(_time_rules(table, columns[table.time], row, time_min, time_max))
     for column, kind in table.columns.items():
-        target = {"numeric": "DOUBLE", "timestamp": "TIMESTAMP"}.get(kind)
+        target = STORED_TYPES.get(kind)
         if target is None or (kind == "numeric" and columns[column] in NUMERIC_TYPES):
             continue
         value = f"s.{quote(column)}"
@@ -133,21 +134,26 @@ def row_rules(
 
 def _finite_rules(table: TableSpec, columns: Mapping[str, str], row: str) -> list[RowRule]:
     """`inf`, `-inf` and `nan` quarantine their row (`not_finite`) in every column read as a
-    number: one declared numeric, or a float column not declared as another kind. No feature can
-    be made of them, and a missing value is an empty cell or a null, never `nan`."""
+    number or a time: one declared numeric or timestamp, or a float column not declared as
+    another kind. No feature can be made of them, and a missing value is an empty cell or a
+    null, never `nan`."""
     rules = []
     for column, column_type in columns.items():
         kind = table.columns.get(column)
-        if not (kind == "numeric" or (kind is None and column_type in FLOAT_TYPES)):
+        target = STORED_TYPES.get(kind or "") or (
+            "DOUBLE" if kind is None and column_type in FLOAT_TYPES else None
+        )
+        if target is None:
             continue
         value = f"s.{quote(column)}"
+        what = "time" if target == "TIMESTAMP" else "number"
         rules.append(
             RowRule(
                 "not_finite",
                 column,
-                f"NOT isfinite(TRY_CAST({value} AS DOUBLE))",
+                f"NOT isfinite(TRY_CAST({value} AS {target}))",
                 f"{row} || {literal(f'{table.name}.{column} = ')} || CAST({value} AS VARCHAR)"
-                " || ' is not a finite number'",
+                f" || {literal(f' is not a finite {what}')}",
             )
         )
     return rules
