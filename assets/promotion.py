@@ -6,6 +6,7 @@ from collections.abc import Iterator
 import dagster as dg
 from pydantic import Field
 
+from assets.evaluation import GATE
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
 from hier_pipeline.incremental.promotion import Promotion
 from hier_pipeline.interests.artifact import TokensArtifact
@@ -41,7 +42,8 @@ def promoted_interests(
 ) -> dg.Output[Promotion]:
     """What serves: `<home>/promoted/<dataset>/`, the model checkpoint with its tokens, tree,
     embeddings and vocabulary. A retrained model replaces the serving one only if its evaluation
-    (same report, same target metric) is not worse beyond the tolerance; otherwise the serving
+    beats popularity (as `published_tokens` requires) and (same report, same target metric) is
+    not worse than the serving one's beyond the tolerance; otherwise the serving
     one stays, this run is tagged `hier/promotion=kept_previous` and the check
     `not_worse_than_serving` fails. Token ids of a promoted tree are matched to the serving
     tree's by item overlap, so interests that kept their meaning keep their ids."""
@@ -56,6 +58,7 @@ def promoted_interests(
         serving_folder(storage.folder(), spec.name),
         core,
         {"dataset": spec.name, "dagster_run": context.run_id, "model_run": interest_model.run_id},
+        popularity=evaluation_report.models.get(GATE, {}).get(core.metric),
     )
     verdict = "promoted" if outcome.promoted else "kept_previous"
     context.instance.add_run_tags(context.run_id, {RUN_TAG: verdict})
@@ -85,8 +88,9 @@ def promoted_interests(
         dg.AssetCheckSpec(
             "not_worse_than_serving",
             asset="promoted_interests",
-            description="The retrained model was promoted: its evaluation is not worse than the"
-            " serving model's beyond the tolerance (fails, as a warning, when the old one stays).",
+            description="The retrained model was promoted: its evaluation beats popularity and is"
+            " not worse than the serving model's beyond the tolerance (fails, as a warning, when"
+            " the old one stays).",
         )
     ],
     ins={"promoted_interests": dg.AssetIn("promoted_interests")},

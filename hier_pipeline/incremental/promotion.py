@@ -1,6 +1,8 @@
 """Promotion after a retrain: the new model, tree and tokens replace the serving ones only if the
-evaluation does not score them worse on the target metric than the serving ones, beyond a
-tolerance. Otherwise the serving folder stays as it was, and the caller marks the run.
+evaluation scores them above the popularity baseline (the gate publishing has too, so that a
+model that loses to popularity never serves, even where nothing serves yet) and not worse on the
+target metric than the serving ones, beyond a tolerance. Otherwise the serving folder stays as it
+was, and the caller marks the run.
 
 The serving folder (`<home>/promoted/<dataset>/`) is self-contained: the model checkpoint beside
 the published tokens, vocabulary, tree and embeddings (`evaluation.publish.publish_tokens`), and a
@@ -81,13 +83,17 @@ def promote(
     folder: Path,
     config: PromotionConfig,
     manifest: dict[str, Any],
+    *,
+    popularity: float | None,
 ) -> Promotion:
-    """Serve `model` and `tokens` from `folder` if `metrics[config.metric]` is not worse than the
-    serving model's beyond the tolerance (or nothing is served yet); else leave `folder` as is."""
+    """Serve `model` and `tokens` from `folder` if `metrics[config.metric]` is above
+    `popularity` (the baseline's score in the same evaluation; None when it has none) and not
+    worse than the serving model's beyond the tolerance (or nothing is served yet); else leave
+    `folder` as is."""
     previous = read_manifest(folder)
     candidate = float(metrics[config.metric])
     current = None if previous is None else float(previous["metrics"][config.metric])
-    accepted, reason = verdict(candidate, current, config)
+    accepted, reason = verdict(candidate, current, config, popularity)
     if not accepted:
         return Promotion(folder, False, config.metric, candidate, current, reason)
     staging = folder.with_name(f".{folder.name}.staging")
@@ -99,10 +105,15 @@ def promote(
     return Promotion(folder, True, config.metric, candidate, current, reason, kept, total)
 
 
-def verdict(candidate: float, current: float | None, config: PromotionConfig) -> tuple[bool, str]:
+def verdict(
+    candidate: float, current: float | None, config: PromotionConfig, popularity: float | None
+) -> tuple[bool, str]:
     """(promote?, why), for the UI and the run's tags."""
     if math.isnan(candidate):
         return False, f"the candidate's {config.metric} is undefined"
+    if popularity is None or not candidate > popularity:  # a tie, or NaN, is no win
+        against = "no popularity score" if popularity is None else f"popularity's {popularity:.4f}"
+        return False, f"does not beat popularity: {config.metric} {candidate:.4f} against {against}"
     if current is None:
         return True, "nothing served yet"
     compared = (

@@ -46,7 +46,13 @@ def test_the_run_materialises_only_the_batch_partition_and_serves_it(
     arrivals: Path, base: Base, tmp_path: Path
 ) -> None:
     serving = promote(
-        {"map@10": 0.0}, base.model, base.tokens, tmp_path / "promoted", PromotionConfig(), {}
+        {"map@10": 0.1},
+        base.model,
+        base.tokens,
+        tmp_path / "promoted",
+        PromotionConfig(),
+        {},
+        popularity=0.0,
     )
     upstream = {
         "raw_tables": base.raw,

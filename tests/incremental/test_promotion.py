@@ -131,11 +131,31 @@ def test_a_worse_retrain_is_not_promoted_and_the_run_is_marked(
     assert manifest["metrics"]["map@10"] == pytest.approx(good.report.models[OURS]["map@10"])
 
 
+def test_a_retrain_that_loses_to_popularity_is_not_promoted_with_nothing_serving(
+    base: Base, retrains: dict[str, Retrain], tmp_path: Path
+) -> None:
+    """`published_tokens` refused such a model; promotion, run alone, used to serve it."""
+    worse = retrains["worse"].report.models
+    assert worse[OURS]["map@10"] < worse["popularity"]["map@10"]
+    result = _promote(base, tmp_path, retrains["worse"], base.tokens)
+    outcome = result.output_for_node("promoted_interests")
+    assert not outcome.promoted and outcome.current is None
+    assert outcome.reason.startswith("does not beat popularity: map@10 ")
+    assert not outcome.folder.exists()
+    assert result.dagster_run.tags[RUN_TAG] == "kept_previous"
+
+
 def test_token_ids_survive_a_retrain_on_unchanged_data(base: Base, tmp_path: Path) -> None:
     """The retrain finds the same interests but lists them in another order (its tree is the
     served one reordered): every item keeps every token id, in the bags served after it."""
     served = promote(
-        {"map@10": 0.0}, base.model, base.tokens, tmp_path / "served", PromotionConfig(), {}
+        {"map@10": 0.1},
+        base.model,
+        base.tokens,
+        tmp_path / "served",
+        PromotionConfig(),
+        {},
+        popularity=0.0,
     )
     before = InterestIndex.open(served.folder)
     artifact = base.tokens.load()
@@ -147,7 +167,9 @@ def test_token_ids_survive_a_retrain_on_unchanged_data(base: Base, tmp_path: Pat
         base.embeddings, hierarchy, base.spec, base.raw.database, regrown, TokenConfig()
     )
     assert InterestIndex.open(regrown).hierarchy.token_ids != tree.token_ids  # ids did move
-    again = promote({"map@10": 0.0}, base.model, tokens, served.folder, PromotionConfig(), {})
+    again = promote(
+        {"map@10": 0.1}, base.model, tokens, served.folder, PromotionConfig(), {}, popularity=0.0
+    )
     assert again.promoted and again.ids_kept == again.ids == len(tree.token_ids)
     after = InterestIndex.open(again.folder)
     for key in before.keys["products"]:
