@@ -36,39 +36,47 @@ FileSchemas = Mapping[str, Mapping[str, str]]  # table -> column -> DuckDB type
 def read_schemas(
     spec: DatasetSpec, connection: duckdb.DuckDBPyConnection
 ) -> dict[str, dict[str, str]]:
-    """Column names and DuckDB types of every file table. A table's batch files must have its
-    file's columns in the same order: the reader matches them by position."""
+    """Column names and DuckDB types of every file table, as the loader reads it: its file and
+    its batch files as one relation (a batch can widen a type, e.g. a time column to text). A
+    batch file must have the file's columns in the same order: the reader matches by position."""
     schemas: dict[str, dict[str, str]] = {}
     for table in spec.file_tables():
         assert table.file is not None
-        schemas[table.name] = _describe(spec, table, table.file, connection)
+        columns = list(_describe(spec, table, [table.file], connection))
         for batch_file in table.batch_files:
-            columns = list(_describe(spec, table, batch_file, connection))
-            if columns != list(schemas[table.name]):
+            found = list(_describe(spec, table, [batch_file], connection))
+            if found != columns:
                 raise DatasetError(
-                    f"has the columns {columns}, but the table's file has"
-                    f" {list(schemas[table.name])}: a batch file has the same, in the same order",
+                    f"has the columns {found}, but the table's file has {columns}:"
+                    " a batch file has the same, in the same order",
                     file=str(batch_file.relative_to(spec.root)),
                     table=table.name,
                 )
+        schemas[table.name] = _describe(spec, table, [table.file, *table.batch_files], connection)
     return schemas
 
 
 def _describe(
-    spec: DatasetSpec, table: TableSpec, path: Path, connection: duckdb.DuckDBPyConnection
+    spec: DatasetSpec, table: TableSpec, paths: list[Path], connection: duckdb.DuckDBPyConnection
 ) -> dict[str, str]:
-    relative = str(path.relative_to(spec.root))
-    if path.stat().st_size == 0:
-        raise DatasetError("the file is empty (not even a header)", file=relative, table=table.name)
-    if path.suffix.lower() == ".csv" and _first_line_is_blank(path):
-        raise DatasetError(
-            "the first line is blank: a CSV file starts with its header",
-            file=relative,
-            table=table.name,
-        )
+    """The columns of `paths` read as one relation, after refusing files no reader can place."""
+    relative = str(paths[0].relative_to(spec.root))
+    for path in paths:
+        if path.stat().st_size == 0:
+            raise DatasetError(
+                "the file is empty (not even a header)",
+                file=str(path.relative_to(spec.root)),
+                table=table.name,
+            )
+        if path.suffix.lower() == ".csv" and _first_line_is_blank(path):
+            raise DatasetError(
+                "the first line is blank: a CSV file starts with its header",
+                file=str(path.relative_to(spec.root)),
+                table=table.name,
+            )
     try:
         rows = connection.execute(
-            f"DESCRIBE SELECT * FROM {reader_sql(path)}", [str(path)]
+            f"DESCRIBE SELECT * FROM {reader_sql(paths[0])}", [[str(p) for p in paths]]
         ).fetchall()
     except duckdb.Error as error:
         raise DatasetError(f"cannot be read: {error}", file=relative, table=table.name) from error

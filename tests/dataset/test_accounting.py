@@ -149,3 +149,15 @@ def test_a_required_table_with_every_row_quarantined_stops_the_load_with_its_rea
     )
     assert "row 1: events.user_id = 90 not found in users.user_id" in message
     assert not (tmp_path / "db.duckdb").exists()
+
+
+def test_a_batch_file_that_widens_a_column_type_costs_rows_not_the_load(tmp_path: Path) -> None:
+    """Found by fuzzing: `ts` reads as TIMESTAMP in the table's file and as text with a batch
+    file whose `ts` is `0`; the rules were typed after the file alone and the cast aborted."""
+    folder = write_dataset(tmp_path / "d")
+    batch = folder / "incoming" / "b1"
+    batch.mkdir(parents=True)
+    (batch / "events.csv").write_text("user_id,product_id,kind,ts\n1,10,click,0\n")
+    report = load_dataset(with_batches(parse_dataset(folder)), tmp_path / "db.duckdb")
+    assert report.tables["events"].quarantined_by_reason == {"unparseable_time": 1}
+    assert (report.tables["events"].read, report.tables["events"].accepted) == (6, 5)
