@@ -70,7 +70,8 @@ def raw_tables(
         dg.AssetCheckSpec(
             "quarantine_rate",
             asset="raw_tables",
-            description=f"Warns when a table quarantines more than {QUARANTINE_WARN_RATE:.0%} of its rows.",
+            description=f"Warns when a table quarantines more than {QUARANTINE_WARN_RATE:.0%} of its"
+            " rows (a table the roles or the funnel need with none accepted stops the load).",
         ),
     ],
     ins={"raw_tables": dg.AssetIn("raw_tables")},
