@@ -87,6 +87,13 @@ def with_batches(spec: DatasetSpec) -> DatasetSpec:
     found: dict[str, list[Path]] = {}
     for batch in list_batches(spec.root):
         for table, path in batch_files(spec, batch).items():
+            earlier = [spec.tables[table].file, *found.get(table, [])]
+            if path in earlier:  # a link to a file already read: its rows would count twice
+                raise DatasetError(
+                    f"is a link to {path.relative_to(spec.root)}, which the table already reads",
+                    file=f"{INCOMING}/{batch}/{path.name}",
+                    table=table,
+                )
             found.setdefault(table, []).append(path)
     tables = {
         name: replace(table, batch_files=tuple(found.get(name, ())))

@@ -69,6 +69,23 @@ def test_a_link_that_stays_inside_is_read(tmp_path: Path) -> None:
     assert (report.tables["users"].read, report.tables["users"].accepted) == (4, 4)
 
 
+def test_a_batch_file_linked_to_a_file_the_table_reads_is_refused(tmp_path: Path) -> None:
+    """Its rows would be read twice: events (no key) counted double."""
+    folder, _ = _dataset(tmp_path)
+    (folder / "incoming" / "b1" / "events.csv").symlink_to(folder / "events.csv")
+    with pytest.raises(
+        DatasetError,
+        match=r"file 'incoming/b1/events.csv', table 'events': is a link to events.csv, which",
+    ):
+        with_batches(parse_dataset(folder))
+    (folder / "incoming" / "b1" / "events.csv").unlink()
+    (folder / "incoming" / "b1" / "events.csv").write_text("user_id,product_id,kind,ts\n")
+    (folder / "incoming" / "b2").mkdir()
+    (folder / "incoming" / "b2" / "events.csv").symlink_to(folder / "incoming/b1/events.csv")
+    with pytest.raises(DatasetError, match=r"incoming/b2/events.csv.*is a link to incoming/b1"):
+        with_batches(parse_dataset(folder))
+
+
 def test_a_batch_file_that_is_a_fifo_or_a_folder_is_refused(tmp_path: Path) -> None:
     folder, _ = _dataset(tmp_path)
     os.mkfifo(folder / "incoming" / "b1" / "users.csv")
