@@ -14,8 +14,10 @@ BLOCKING_CHECKS = {
     "primary_keys_unique_and_not_null": "Primary keys of accepted rows are unique and never null.",
     "foreign_keys_resolve": "Every non-null foreign key of an accepted row finds its parent row.",
     "times_in_range": "Every accepted time lies inside the loader's sane range.",
-    "declared_kinds_parse": "Columns declared numeric or timestamp hold only values of that kind.",
-    "counts_reconcile": "For every table, rows read = rows accepted + rows quarantined.",
+    "kinds_stored_and_finite": "Columns declared numeric or timestamp are stored as numbers or"
+    " times, and no stored number or time is infinite or NaN.",
+    "counts_reconcile": "For every table, rows in its files (counted without the loader's reader)"
+    " = rows accepted + rows quarantined.",
 }
 
 
@@ -68,7 +70,8 @@ def raw_tables(
         dg.AssetCheckSpec(
             "quarantine_rate",
             asset="raw_tables",
-            description=f"Warns when a table quarantines more than {QUARANTINE_WARN_RATE:.0%} of its rows.",
+            description=f"Warns when a table quarantines more than {QUARANTINE_WARN_RATE:.0%} of its"
+            " rows (a table the roles or the funnel need with none accepted stops the load).",
         ),
     ],
     ins={"raw_tables": dg.AssetIn("raw_tables")},

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from hier_pipeline.dataset import DatasetError, load_dataset, parse_dataset
+from hier_pipeline.dataset.arrivals import with_batches
 from hier_pipeline.files.home import default_home
 
 
@@ -67,9 +68,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _validate(arguments: argparse.Namespace) -> int:
-    """Exit 0 when the description is valid (quarantined rows are reported, not an error)."""
+    """Exit 0 when the description is valid (quarantined rows are reported, not an error).
+
+    The batches in `incoming/` are read after their tables' files, as a full run reads them, so
+    the answer is the pipeline's. The database is a scratch one, deleted before the report is
+    printed, so the report does not name it."""
     try:
-        spec = parse_dataset(arguments.dataset_dir)
+        spec = with_batches(parse_dataset(arguments.dataset_dir))
         with tempfile.TemporaryDirectory(prefix="hier-validate-") as scratch:
             report = load_dataset(spec, Path(scratch) / "validate.duckdb")
     except DatasetError as error:
@@ -79,7 +84,8 @@ def _validate(arguments: argparse.Namespace) -> int:
             print(f"invalid dataset: {error}", file=sys.stderr)
         return 2
     if arguments.json:
-        print(json.dumps({"valid": True, **report.to_dict()}, indent=2))
+        summary = {key: value for key, value in report.to_dict().items() if key != "database"}
+        print(json.dumps({"valid": True, **summary}, indent=2))
     else:
         print(f"dataset '{spec.name}' is valid\n")
         print(report.to_markdown())
@@ -140,6 +146,9 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     )
     evaluate.add_argument("--max-users", type=int, help="evaluated users (default 1000)")
     evaluate.add_argument(
+        "--seeds", type=int, help="trainings of our model, seed, seed + 1, ... (default 3)"
+    )
+    evaluate.add_argument(
         "--baseline-steps", type=int, help="optimisation steps per trained-baseline fit"
     )
     # Training knobs of our model and its ablations, as `hier train` has them.
@@ -172,6 +181,8 @@ def _evaluate(arguments: argparse.Namespace) -> int:
         config = replace(config, baselines=arguments.baselines)
     if arguments.max_users is not None:
         config = replace(config, max_users=arguments.max_users)
+    if arguments.seeds is not None:
+        config = replace(config, seeds=arguments.seeds)
     if arguments.baseline_steps is not None:
         config = replace(config, budget=replace(config.budget, steps=arguments.baseline_steps))
     try:

@@ -36,8 +36,25 @@ def test_validate_reports_counts_and_quarantine(tmp_path: Path) -> None:
         "quarantined": 1,
         "quarantined_by_reason": {"dangling_foreign_key": 1},
     }
+    assert "database" not in report  # a scratch file, deleted before the report is printed
     human = hier("validate", str(folder))
     assert "| events | events.csv | 6 | 5 | 1 | dangling_foreign_key: 1 |" in human.stdout
+
+
+def test_validate_answers_what_a_full_run_would_with_the_batches(tmp_path: Path) -> None:
+    folder = write_dataset(tmp_path / "d")
+    batch = folder / "incoming" / "b1"
+    batch.mkdir(parents=True)
+    (batch / "users.csv").write_text("user_id,signup,age\n4,2024-01-04,50\n5\n")
+    report = json.loads(hier("validate", str(folder), "--json").stdout)
+    assert report["tables"]["users"]["read"] == 5
+    assert report["tables"]["users"]["quarantined_by_reason"] == {"csv_malformed": 1}
+    (batch / "users.csv").unlink()
+    (batch / "events.parquet").write_bytes(b"PAR1")
+    result = hier("validate", str(folder))
+    assert result.returncode == 2
+    assert "file 'incoming/b1/events.parquet', table 'events'" in result.stderr
+    assert "read from .csv files, so its batch files must be .csv too" in result.stderr
 
 
 def test_validate_fails_clearly_on_a_broken_description(tmp_path: Path) -> None:
@@ -95,6 +112,13 @@ def test_evaluate_writes_the_promised_metrics_and_prints_one_table(
     assert all(0.0 < level["nmi"] <= 1.0 for level in hierarchy["levels"])  # planted truth
     assert hierarchy["token_recall@50"] == metrics["models"]["hier_tokens"]["recall@50"]
     assert -1.0 <= hierarchy["stability_ari"] <= 1.0
+    assert metrics["protocol"]["training_seeds"] == 3  # the default
+    assert set(metrics["models"]["hier"]["seed_sd"]) >= {"map@10", "recall@50"}
+    assert len(hierarchy["training_seed_ari"]) == 3
+    assert all(-1.0 <= ari <= 1.0 for ari in hierarchy["training_seed_ari"])
+    for baseline in ("popularity", "itemknn"):
+        low, high = metrics["versus"][baseline]["map@10"]["ci95"]
+        assert low <= metrics["versus"][baseline]["map@10"]["diff"] <= high
     assert (out / "report.md").read_text().startswith("# Evaluation: synthetic_ads")
 
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from hier_pipeline.dataset.errors import DatasetError
+from hier_pipeline.dataset.parse import resolve_file
 from hier_pipeline.dataset.spec import DatasetSpec
 
 INCOMING = "incoming"
@@ -35,7 +36,9 @@ def list_batches(dataset: Path) -> list[str]:
 
 def batch_files(spec: DatasetSpec, batch: str) -> dict[str, Path]:
     """table -> the batch's file for it. A file named after no table is an error, not ignored:
-    its rows would silently never arrive."""
+    its rows would silently never arrive. Each file is resolved and contained like a `file:` of
+    dataset.yaml (a symlink, or a symlinked folder, that leaves the dataset folder is refused),
+    and has its table's format: a full load reads a table's files with one reader."""
     if not BATCH_NAME.match(batch):
         raise DatasetError(f"'{batch}' is not a batch name ({BATCH_NAME.pattern})")
     folder = incoming_folder(spec.root) / batch
@@ -43,17 +46,25 @@ def batch_files(spec: DatasetSpec, batch: str) -> dict[str, Path]:
         raise DatasetError("no such batch", file=str(folder.relative_to(spec.root)))
     files: dict[str, Path] = {}
     for path in sorted(folder.iterdir()):
-        if not path.is_file() or path.suffix.lower() not in SUFFIXES:
+        if path.suffix.lower() not in SUFFIXES:
             continue
+        relative = str(path.relative_to(spec.root))
         table = spec.tables.get(path.stem)
-        if table is None or table.implicit:
+        if table is None or table.file is None:
             raise DatasetError(
                 f"names no file table of dataset.yaml (tables: {sorted(spec.tables)})",
-                file=str(path.relative_to(spec.root)),
+                file=relative,
+            )
+        if path.suffix.lower() != table.file.suffix.lower():
+            raise DatasetError(
+                f"the table is read from {table.file.suffix.lower()} files, so its batch files"
+                f" must be {table.file.suffix.lower()} too",
+                file=relative,
+                table=table.name,
             )
         if path.stem in files:
-            raise DatasetError("two files for one table", file=str(path.relative_to(spec.root)))
-        files[path.stem] = path.resolve()
+            raise DatasetError("two files for one table", file=relative)
+        files[path.stem] = resolve_file(spec.root, table.name, relative)
     if not files:
         raise DatasetError("the batch holds no table file", file=str(folder.relative_to(spec.root)))
     return files
@@ -76,6 +87,13 @@ def with_batches(spec: DatasetSpec) -> DatasetSpec:
     found: dict[str, list[Path]] = {}
     for batch in list_batches(spec.root):
         for table, path in batch_files(spec, batch).items():
+            earlier = [spec.tables[table].file, *found.get(table, [])]
+            if path in earlier:  # a link to a file already read: its rows would count twice
+                raise DatasetError(
+                    f"is a link to {path.relative_to(spec.root)}, which the table already reads",
+                    file=f"{INCOMING}/{batch}/{path.name}",
+                    table=table,
+                )
             found.setdefault(table, []).append(path)
     tables = {
         name: replace(table, batch_files=tuple(found.get(name, ())))

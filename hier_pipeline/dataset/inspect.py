@@ -17,7 +17,7 @@ def open_readonly(database: Path) -> duckdb.DuckDBPyConnection:
 def quarantine_preview(connection: duckdb.DuckDBPyConnection, limit: int = 10) -> pd.DataFrame:
     """The first quarantined rows of each reason, so a reader sees one example of every problem."""
     return connection.execute(
-        """SELECT table_name, row_number, line_number, column_name, reason, detail
+        """SELECT table_name, source_file, row_number, line_number, column_name, reason, detail
            FROM meta.quarantine
            QUALIFY row_number() OVER (PARTITION BY table_name, reason ORDER BY row_number, line_number) <= 3
            ORDER BY table_name, reason, row_number, line_number LIMIT ?""",

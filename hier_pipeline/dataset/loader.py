@@ -19,6 +19,7 @@ import duckdb
 from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import (
+    STORED_TYPES,
     ForeignKeyJoin,
     literal,
     needs_text_cast,
@@ -89,15 +90,12 @@ def _load_into(
     reports: dict[str, TableReport] = {}
     for index, table in enumerate(spec.file_tables()):
         reports[table.name] = stage_file(connection, spec, table, f"rejects_{index}")
-        if reports[table.name].read == 0 and _is_required(spec, table.name):
-            raise DatasetError(
-                "the table has no rows, but the user/item roles or a funnel stage need it",
-                table=table.name,
-            )
     loaded: set[str] = set()
     for table in topological_order(spec):
         joins = _foreign_key_joins(spec, table, schemas, loaded)
         check_rows(connection, table, schemas[table.name], joins, config, reports[table.name])
+        if reports[table.name].accepted == 0 and _is_required(spec, table.name):
+            raise DatasetError(_nothing_accepted(connection, reports[table.name]), table=table.name)
         loaded.add(table.name)
     for table in spec.tables.values():
         if table.implicit:
@@ -111,6 +109,22 @@ def _load_into(
         [[r.table, r.source, r.read, r.accepted, r.quarantined] for r in reports.values()],
     )
     return LoadReport(spec.name, database, reports)
+
+
+def _nothing_accepted(connection: duckdb.DuckDBPyConnection, report: TableReport) -> str:
+    """Why a table that the roles or the funnel need ended up empty: its counts by reason and
+    the first quarantined rows, since the database that holds them is not kept."""
+    need = "the user/item roles or a funnel stage need it"
+    if report.read == 0:
+        return f"the table has no rows, but {need}"
+    reasons = ", ".join(f"{code}: {n}" for code, n in sorted(report.quarantined_by_reason.items()))
+    examples = connection.execute(
+        "SELECT detail FROM meta.quarantine WHERE table_name = ?"
+        " ORDER BY row_number, line_number LIMIT 3",
+        [report.table],
+    ).fetchall()
+    first = "; ".join(str(row[0]) for row in examples)
+    return f"all {report.read} rows were quarantined ({reasons}), but {need}; first: {first}"
 
 
 def _is_required(spec: DatasetSpec, table: str) -> bool:
@@ -196,7 +210,7 @@ def check_rows(
         )
     connection.execute(
         f"""INSERT INTO meta.quarantine
-            SELECT ?, v.__row, NULL, v.column_name, v.reason, v.detail, to_json(s)
+            SELECT ?, v.__row, NULL, s.__file, v.column_name, v.reason, v.detail, to_json(s)
             FROM {staged} AS s JOIN verdicts AS v USING (__row) ORDER BY v.__row""",
         [table.name],
     )
@@ -220,8 +234,8 @@ def check_rows(
 def _typed_column(table: TableSpec, name: str, source_type: str) -> str:
     """Declared numeric/timestamp columns are stored typed, now that every value is known to parse."""
     kind = table.columns.get(name)
-    target = {"numeric": "DOUBLE", "timestamp": "TIMESTAMP"}.get(kind or "")
-    if target is None or source_type in (target,):
+    target = STORED_TYPES.get(kind or "")
+    if target is None or source_type == target:
         return f"s.{quote(name)}"
     return f"TRY_CAST(s.{quote(name)} AS {target}) AS {quote(name)}"
 

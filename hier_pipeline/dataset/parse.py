@@ -125,7 +125,7 @@ def _parse_table(root: Path, name: str, body: Any) -> TableSpec:
             )
         return TableSpec(name=name, implicit=True, primary_key=primary_key)
 
-    file = _resolve_file(root, name, table.get("file"))
+    file = resolve_file(root, name, table.get("file"))
     foreign_keys = {
         _string(column, f"{where}.foreign_keys", name): _string(
             target, f"{where}.foreign_keys", name
@@ -168,7 +168,7 @@ def _parse_table(root: Path, name: str, body: Any) -> TableSpec:
     )
 
 
-def _resolve_file(root: Path, table: str, value: Any) -> Path:
+def resolve_file(root: Path, table: str, value: Any) -> Path:
     """A file path that stays inside the dataset folder, symlinks included, and exists."""
     if value is None:
         raise DatasetError("needs 'file' (or 'implicit: true')", file=DESCRIPTION_FILE, table=table)

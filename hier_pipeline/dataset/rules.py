@@ -13,9 +13,11 @@ from datetime import datetime
 
 from hier_pipeline.dataset.schema import INTEGER_TYPES, NUMERIC_TYPES
 from hier_pipeline.dataset.spec import TableSpec
-from hier_pipeline.dataset.sql import quote
+from hier_pipeline.dataset.sql import literal, quote
 
 TEMPORAL_TYPES = ("TIMESTAMP", "DATE")
+FLOAT_TYPES = ("FLOAT", "DOUBLE", "REAL")
+STORED_TYPES = {"numeric": "DOUBLE", "timestamp": "TIMESTAMP"}  # declared kind -> stored type
 
 
 @dataclass(frozen=True)
@@ -36,9 +38,18 @@ class ForeignKeyJoin:
     cast_to_text: bool  # the two key columns have different types
 
 
-def literal(text: str) -> str:
-    """A SQL string literal for `text` (quotes doubled)."""
-    return "'" + text.replace("'", "''") + "'"
+# Periods farther than this from the origin are out of any sane range, and near DuckDB's
+# timestamp limits (about 290,000 years) adding them to the origin would overflow and abort the
+# load: they become NULL, then `time_out_of_range`, instead of being added.
+PERIOD_LIMIT_YEARS = 10_000
+_PERIODS_PER_YEAR = {"second": 31_557_600, "minute": 525_960, "hour": 8_766, "day": 366, "week": 53}
+_PERIOD_STEP = {
+    "second": "to_seconds",
+    "minute": "to_minutes",
+    "hour": "to_hours",
+    "day": "to_days",
+    "week": "to_weeks",
+}
 
 
 def time_expression(table: TableSpec, column_type: str) -> str:
@@ -48,14 +59,12 @@ def time_expression(table: TableSpec, column_type: str) -> str:
     if table.time_unit is not None:
         assert table.time_origin is not None
         origin = literal(table.time_origin.isoformat(sep=" "))
-        step = {
-            "second": "to_seconds",
-            "minute": "to_minutes",
-            "hour": "to_hours",
-            "day": "to_days",
-            "week": "to_weeks",
-        }[table.time_unit]
-        return f"(CAST({origin} AS TIMESTAMP) + {step}(CAST({column} AS BIGINT) - 1))"
+        limit = PERIOD_LIMIT_YEARS * _PERIODS_PER_YEAR[table.time_unit]
+        step = _PERIOD_STEP[table.time_unit]
+        return (
+            f"(CASE WHEN {column} BETWEEN {-limit} AND {limit} THEN CAST({origin} AS TIMESTAMP)"
+            f" + {step}(CAST({column} AS BIGINT) - 1) END)"
+        )
     if column_type.startswith("TIMESTAMP WITH TIME ZONE"):
         return f"CAST({column} AS TIMESTAMP)"
     if column_type.startswith(TEMPORAL_TYPES):
@@ -96,7 +105,7 @@ def row_rules(
     if table.time is not None:
         rules.extend(_time_rules(table, columns[table.time], row, time_min, time_max))
     for column, kind in table.columns.items():
-        target = {"numeric": "DOUBLE", "timestamp": "TIMESTAMP"}.get(kind)
+        target = STORED_TYPES.get(kind)
         if target is None or (kind == "numeric" and columns[column] in NUMERIC_TYPES):
             continue
         value = f"s.{quote(column)}"
@@ -108,6 +117,7 @@ def row_rules(
                 f"{row} || {literal(f'{name}.{column} = ')} || CAST({value} AS VARCHAR) || {literal(f' is not {kind}')}",
             )
         )
+    rules.extend(_finite_rules(table, columns, row))
     for join in joins:
         value = f"s.{quote(join.column)}"
         rules.append(
@@ -122,6 +132,33 @@ def row_rules(
     return rules
 
 
+def _finite_rules(table: TableSpec, columns: Mapping[str, str], row: str) -> list[RowRule]:
+    """`inf`, `-inf` and `nan` quarantine their row (`not_finite`) in every column read as a
+    number or a time: one declared numeric or timestamp, or a float column not declared as
+    another kind. No feature can be made of them, and a missing value is an empty cell or a
+    null, never `nan`."""
+    rules = []
+    for column, column_type in columns.items():
+        kind = table.columns.get(column)
+        target = STORED_TYPES.get(kind or "") or (
+            "DOUBLE" if kind is None and column_type in FLOAT_TYPES else None
+        )
+        if target is None:
+            continue
+        value = f"s.{quote(column)}"
+        what = "time" if target == "TIMESTAMP" else "number"
+        rules.append(
+            RowRule(
+                "not_finite",
+                column,
+                f"NOT isfinite(TRY_CAST({value} AS {target}))",
+                f"{row} || {literal(f'{table.name}.{column} = ')} || CAST({value} AS VARCHAR)"
+                f" || {literal(f' is not a finite {what}')}",
+            )
+        )
+    return rules
+
+
 def _time_rules(
     table: TableSpec, column_type: str, row: str, time_min: datetime, time_max: datetime
 ) -> list[RowRule]:
@@ -129,6 +166,7 @@ def _time_rules(
     raw = f"s.{quote(table.time)}"
     parsed = time_expression(table, column_type)
     where = literal(f"{table.name}.{table.time}")
+    low, high = literal(time_min.isoformat(sep=" ")), literal(time_max.isoformat(sep=" "))
     rules = []
     if table.primary_key is None:
         # An event without a time cannot be placed before or after anything; an entity without one
@@ -136,21 +174,26 @@ def _time_rules(
         rules.append(
             RowRule("missing_time", table.time, f"{raw} IS NULL", f"{row} || {where} || ' is null'")
         )
-    rules.append(
-        RowRule(
-            "unparseable_time",
-            table.time,
-            f"{raw} IS NOT NULL AND {parsed} IS NULL",
-            f"{row} || {where} || ' = ' || CAST({raw} AS VARCHAR) || ' is not a time'",
+    out_of_range = f"{parsed} < CAST({low} AS TIMESTAMP) OR {parsed} >= CAST({high} AS TIMESTAMP)"
+    shown = f"CAST({parsed} AS VARCHAR)"
+    if table.time_unit is None:
+        rules.append(
+            RowRule(
+                "unparseable_time",
+                table.time,
+                f"{raw} IS NOT NULL AND {parsed} IS NULL",
+                f"{row} || {where} || ' = ' || CAST({raw} AS VARCHAR) || ' is not a time'",
+            )
         )
-    )
-    low, high = literal(time_min.isoformat(sep=" ")), literal(time_max.isoformat(sep=" "))
+    else:  # every integer is a period; one too far from the origin has no time (NULL)
+        out_of_range = f"{raw} IS NOT NULL AND {parsed} IS NULL OR {out_of_range}"
+        shown = f"CAST({raw} AS VARCHAR) || coalesce(' (' || CAST({parsed} AS VARCHAR) || ')', '')"
     rules.append(
         RowRule(
             "time_out_of_range",
             table.time,
-            f"{parsed} < CAST({low} AS TIMESTAMP) OR {parsed} >= CAST({high} AS TIMESTAMP)",
-            f"{row} || {where} || ' = ' || CAST({parsed} AS VARCHAR) || ' is outside [' || {low} || ', ' || {high} || ')'",
+            out_of_range,
+            f"{row} || {where} || ' = ' || {shown} || ' is outside [' || {low} || ', ' || {high} || ')'",
         )
     )
     return rules

@@ -8,6 +8,7 @@ description mentions exists, that time columns can be turned into timestamps, an
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import duckdb
 
@@ -35,25 +36,57 @@ FileSchemas = Mapping[str, Mapping[str, str]]  # table -> column -> DuckDB type
 def read_schemas(
     spec: DatasetSpec, connection: duckdb.DuckDBPyConnection
 ) -> dict[str, dict[str, str]]:
-    """Column names and DuckDB types of every file table."""
+    """Column names and DuckDB types of every file table, as the loader reads it: its file and
+    its batch files as one relation (a batch can widen a type, e.g. a time column to text). A
+    batch file must have the file's columns in the same order: the reader matches by position."""
     schemas: dict[str, dict[str, str]] = {}
     for table in spec.file_tables():
         assert table.file is not None
-        relative = str(table.file.relative_to(spec.root))
-        if table.file.stat().st_size == 0:
-            raise DatasetError(
-                "the file is empty (not even a header)", file=relative, table=table.name
-            )
-        try:
-            rows = connection.execute(
-                f"DESCRIBE SELECT * FROM {reader_sql(table.file)}", [str(table.file)]
-            ).fetchall()
-        except duckdb.Error as error:
-            raise DatasetError(
-                f"cannot be read: {error}", file=relative, table=table.name
-            ) from error
-        schemas[table.name] = {str(row[0]): str(row[1]) for row in rows}
+        columns = list(_describe(spec, table, [table.file], connection))
+        for batch_file in table.batch_files:
+            found = list(_describe(spec, table, [batch_file], connection))
+            if found != columns:
+                raise DatasetError(
+                    f"has the columns {found}, but the table's file has {columns}:"
+                    " a batch file has the same, in the same order",
+                    file=str(batch_file.relative_to(spec.root)),
+                    table=table.name,
+                )
+        schemas[table.name] = _describe(spec, table, [table.file, *table.batch_files], connection)
     return schemas
+
+
+def _describe(
+    spec: DatasetSpec, table: TableSpec, paths: list[Path], connection: duckdb.DuckDBPyConnection
+) -> dict[str, str]:
+    """The columns of `paths` read as one relation, after refusing files no reader can place."""
+    relative = str(paths[0].relative_to(spec.root))
+    for path in paths:
+        if path.stat().st_size == 0:
+            raise DatasetError(
+                "the file is empty (not even a header)",
+                file=str(path.relative_to(spec.root)),
+                table=table.name,
+            )
+        if path.suffix.lower() == ".csv" and _first_line_is_blank(path):
+            raise DatasetError(
+                "the first line is blank: a CSV file starts with its header",
+                file=str(path.relative_to(spec.root)),
+                table=table.name,
+            )
+    try:
+        rows = connection.execute(
+            f"DESCRIBE SELECT * FROM {reader_sql(paths[0])}", [[str(p) for p in paths]]
+        ).fetchall()
+    except duckdb.Error as error:
+        raise DatasetError(f"cannot be read: {error}", file=relative, table=table.name) from error
+    return {str(row[0]): str(row[1]) for row in rows}
+
+
+def _first_line_is_blank(path: Path) -> bool:
+    """Readers disagree on where the header of such a file is, so the rows cannot be counted."""
+    with path.open("rb") as handle:
+        return handle.readline(4096).strip(b"\r\n") == b""
 
 
 def check_against_files(spec: DatasetSpec, schemas: FileSchemas) -> None:

@@ -1,5 +1,10 @@
 """Read each file as it is into `stage.<table>`, numbering rows, and quarantine the CSV lines
-that DuckDB's reader itself rejects (bad quoting, wrong column count, invalid UTF-8)."""
+that DuckDB's reader itself rejects (bad quoting, wrong column count, invalid UTF-8).
+
+Every file's rows are then counted a second time without the reader (`counting.py`): a file
+whose reader accounts for fewer or more rows than it holds is refused, naming the file, so that
+no row disappears between the file and the report.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,17 @@ from graphlib import CycleError, TopologicalSorter
 
 import duckdb
 
+from hier_pipeline.dataset.counting import UncountableFile, count_records
 from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.report import TableReport
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
-from hier_pipeline.dataset.sql import count_rows, quote, reader_sql
+from hier_pipeline.dataset.sql import quote, reader_sql
 
 QUARANTINE_DDL = """CREATE TABLE meta.quarantine (
     table_name VARCHAR NOT NULL,  -- the table of dataset.yaml
     row_number BIGINT,            -- the row's position among the rows the reader parsed (1-based)
-    line_number BIGINT,           -- CSV only: the line of the file, for lines the reader rejected
+    line_number BIGINT,           -- CSV only: the line of source_file, for lines the reader rejected
+    source_file VARCHAR,          -- the file the row came from, relative to the dataset folder
     column_name VARCHAR,          -- the column at fault, where one is
     reason VARCHAR NOT NULL,      -- a short code, counted in reports
     detail VARCHAR NOT NULL,      -- the message, naming table, column, row and value
@@ -26,45 +33,83 @@ QUARANTINE_DDL = """CREATE TABLE meta.quarantine (
 def stage_file(
     connection: duckdb.DuckDBPyConnection, spec: DatasetSpec, table: TableSpec, rejects: str
 ) -> TableReport:
-    """Copy the file into `stage.<table>` with a `__row` number; returns the table's read count."""
+    """Copy the table's file (and its batch files) into `stage.<table>` with a `__row` number and
+    a `__file` (relative to the dataset folder); returns the table's independently counted read."""
     assert table.file is not None
+    files = [table.file, *table.batch_files]
     relative = str(table.file.relative_to(spec.root))
-    files = [str(f) for f in (table.file, *table.batch_files)]
+    offset = len(str(spec.root)) + 2  # where the path inside the folder starts, 1-based
     try:
         connection.execute(
             f"CREATE TABLE stage.{quote(table.name)} AS"
-            f" SELECT row_number() OVER () AS __row, * FROM {reader_sql(table.file, rejects=rejects)}",
-            [files if table.batch_files else files[0]],
+            " SELECT row_number() OVER () AS __row, * REPLACE (substr(__file, ?) AS __file)"
+            f" FROM {reader_sql(table.file, rejects=rejects, filename='__file')}",
+            [offset, [str(f) for f in files]],
         )
     except duckdb.Error as error:
         raise DatasetError(f"cannot be read: {error}", file=relative, table=table.name) from error
-    parsed = count_rows(connection, f"stage.{quote(table.name)}")
-    report = TableReport(table.name, relative, read=parsed, accepted=0)
+    report = TableReport(table.name, relative, read=0, accepted=0)
+    rejected: dict[str, int] = {}
     if table.file.suffix.lower() == ".csv":
-        _quarantine_rejected_lines(connection, table.name, f"{rejects}_errors", report)
+        rejected = _quarantine_rejected_lines(connection, table.name, rejects, offset, report)
+    parsed = dict(
+        connection.execute(
+            f"SELECT __file, count(*) FROM stage.{quote(table.name)} GROUP BY __file"
+        ).fetchall()
+    )
+    for path in files:
+        name = str(path.relative_to(spec.root))
+        try:
+            held = count_records(path)
+        except UncountableFile as error:
+            raise DatasetError(str(error), file=name, table=table.name) from error
+        accounted = int(parsed.get(name, 0)) + rejected.get(name, 0)
+        if accounted != held:
+            raise DatasetError(
+                f"the file holds {held} rows, but its reader parsed {parsed.get(name, 0)} and"
+                f" rejected {rejected.get(name, 0)}: rows would be lost or invented (mixed line"
+                " endings or quoting the reader splits differently); fix the file",
+                file=name,
+                table=table.name,
+            )
+        report.read += held
     return report
 
 
 def _quarantine_rejected_lines(
-    connection: duckdb.DuckDBPyConnection, table: str, errors: str, report: TableReport
-) -> None:
+    connection: duckdb.DuckDBPyConnection,
+    table: str,
+    rejects: str,
+    offset: int,
+    report: TableReport,
+) -> dict[str, int]:
+    """One quarantine row per rejected (file, line); returns the rejected lines per file."""
     connection.execute(
         f"""INSERT INTO meta.quarantine
-            SELECT ?, NULL, line, first(column_name ORDER BY column_idx),
-                   CASE WHEN bool_or(error_type = 'INVALID ENCODING') THEN 'csv_encoding'
-                        WHEN bool_or(error_type = 'LINE SIZE OVER MAXIMUM') THEN 'csv_line_too_long'
+            SELECT ?, NULL, e.line, substr(any_value(s.file_path), ?),
+                   first(e.column_name ORDER BY e.column_idx),
+                   CASE WHEN bool_or(e.error_type = 'INVALID ENCODING') THEN 'csv_encoding'
+                        WHEN bool_or(e.error_type = 'LINE SIZE OVER MAXIMUM') THEN 'csv_line_too_long'
                         ELSE 'csv_malformed' END,
-                   'line ' || line || ' of ' || ? || ': ' || string_agg(error_message, '; ' ORDER BY column_idx),
-                   first(csv_line)
-            FROM {errors} GROUP BY line ORDER BY line""",
-        [table, table],
+                   ? || ', line ' || e.line || ' of ' || substr(any_value(s.file_path), ?) || ': '
+                       || string_agg(e.error_message, '; ' ORDER BY e.column_idx),
+                   first(e.csv_line)
+            FROM {rejects}_errors AS e JOIN {rejects}_scans AS s USING (scan_id, file_id)
+            GROUP BY e.file_id, e.line ORDER BY e.file_id, e.line""",
+        [table, offset, table, offset],
     )
     rows = connection.execute(
         "SELECT reason, count(*) FROM meta.quarantine WHERE table_name = ? GROUP BY reason", [table]
     ).fetchall()
     for reason, count in rows:
         report.quarantined_by_reason[str(reason)] = int(count)
-        report.read += int(count)
+    return dict(
+        connection.execute(
+            "SELECT source_file, count(*) FROM meta.quarantine WHERE table_name = ?"
+            " GROUP BY source_file",
+            [table],
+        ).fetchall()
+    )
 
 
 def topological_order(spec: DatasetSpec) -> list[TableSpec]:

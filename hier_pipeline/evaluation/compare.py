@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cached_property
 
 import numpy as np
 from torch import Tensor
@@ -47,6 +47,7 @@ from hier_pipeline.evaluation.interest_recommender import (
     graph_vectors,
 )
 from hier_pipeline.evaluation.report import HISTORY_SHARE, OURS, EvaluationReport, HierarchyScores
+from hier_pipeline.evaluation.seeds import is_seed, pool_seeds
 from hier_pipeline.evaluation.segments import (
     SEGMENT_K,
     engaged_before,
@@ -55,11 +56,12 @@ from hier_pipeline.evaluation.segments import (
     split_relevant,
 )
 from hier_pipeline.evaluation.truth import level_scores
-from hier_pipeline.evaluation.uncertainty import intervals, versus
+from hier_pipeline.evaluation.uncertainty import intervals, per_user_figures, versus
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
-from hier_pipeline.interests.hierarchy import InterestHierarchy
+from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
+from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
@@ -127,7 +129,7 @@ def evaluate_models(
     if OURS not in comparison.models:
         raise ValueError(f"the models to compare must include '{OURS}'")
     end = data_end(graph)
-    fitted = _fitted(graph, content, split.t2, comparison, hierarchy)
+    ours = _Ours(graph, content, comparison, split.t2, hierarchy)
     result = evaluate_baselines(
         graph,
         content,
@@ -137,24 +139,35 @@ def evaluate_models(
         seed=comparison.seed,
         budget=comparison.budget,
         progress=progress,
-        fitted=fitted,
+        fitted=ours.fitted(),
     )
     window, rankings = result.window, result.rankings
     seen = engaged_before(graph, window.users, split.t2)
     positives = split_relevant(window.relevant, seen)
-    segments: dict[str, dict[str, dict[str, float]]] = {name: {} for name in positives}
     for name, topk in rankings.items():
         result.metrics[name][HISTORY_SHARE] = history_share(topk, seen)
-        for segment, recall in segment_recall(topk, positives).items():
-            segments[segment][name] = {f"recall@{SEGMENT_K}": recall}
+    segments = {
+        segment: {
+            name: {f"recall@{SEGMENT_K}": segment_recall(topk, {segment: items})[segment]}
+            for name, topk in rankings.items()
+        }
+        for segment, items in positives.items()
+    }
+    figures = per_user_figures(rankings, window.relevant)
+    seeds = [OURS, *(name for name in rankings if is_seed(name))]
+    spread = pool_seeds(seeds, result.metrics, figures, *segments.values())
     baselines = [name for name in comparison.baselines if name in rankings]
     scores = None
     if hierarchy is not None:
+        tree = ours.tree(OURS, window)
         scores = HierarchyScores(
-            level_scores(hierarchy.tree, hierarchy.truth),
+            level_scores(tree, hierarchy.truth),
             result.metrics[TOKENS]["recall@50"],
             result.metrics[OURS]["recall@50"],
             _mean([level["ari"] for level in hierarchy.stability]),
+            training_seed_ari=_seed_agreement(tree, ours.tree(seeds[1], window))
+            if len(seeds) > 1
+            else None,
         )
     return EvaluationReport(
         dataset=dataset,
@@ -164,63 +177,102 @@ def evaluate_models(
         end=end,
         models=result.metrics,
         settings=result.settings,
-        seconds=result.seconds,
+        seconds={n: v for n, v in result.seconds.items() if not is_seed(n)},
         hierarchy=scores,
         history=comparison.history,
         repeat_rate=result.repeat_rate,
         exclude_seen=result.exclude_seen,
         users=result.num_users,
         cold_users=result.num_cold_users,
-        intervals=intervals(rankings, window.relevant, comparison.seed),
-        versus=versus(rankings, window.relevant, OURS, baselines, comparison.seed),
+        intervals=intervals(figures, comparison.seed),
+        versus=versus(figures, OURS, baselines, comparison.seed),
         segments=segments,
+        seeds=len(seeds),
+        seed_sd=spread,
     )
 
 
-def _fitted(
-    graph: RelationalGraph,
-    content: Mapping[str, Mapping[str, Tensor]],
-    as_of: int,
-    comparison: Comparison,
-    hierarchy: HierarchyInputs | None,
-) -> dict[str, Fitted]:
-    """A recommender builder per model of ours; each model embeds the window's users once."""
-    vectors: dict[str, tuple[Tensor, Tensor]] = {}
+def _seed_agreement(tree: InterestHierarchy, other: InterestHierarchy) -> list[float]:
+    """ARI per level between the trees of two training seeds: whether a token survives a
+    retrain, not only another k-means seed."""
+    return [
+        level_agreement(tree.members[:, level], other.members[:, level])["ari"]
+        for level in range(min(tree.levels, other.levels))
+    ]
 
-    @cache  # built once, and only if a model has the history term
-    def interaction_history() -> InteractionHistory:
-        return InteractionHistory.of(graph)
 
-    def embedded(name: str, window: EvaluationWindow) -> tuple[Tensor, Tensor]:
-        if name not in vectors:
-            model = comparison.models[name]
-            vectors[name] = graph_vectors(
-                model, graph, content, comparison.fanouts, as_of, window.users
+class _Ours:
+    """Our models as of t2: each embeds the window's users and every item once, and each tree
+    the evaluation scores is grown on those item vectors (with the materialised tree's sizes), so
+    the tree sees nothing after t2 either."""
+
+    def __init__(
+        self,
+        graph: RelationalGraph,
+        content: Mapping[str, Mapping[str, Tensor]],
+        comparison: Comparison,
+        as_of: int,
+        hierarchy: HierarchyInputs | None,
+    ) -> None:
+        self.graph, self.content, self.comparison, self.as_of = graph, content, comparison, as_of
+        self.hierarchy = hierarchy
+        self._vectors: dict[str, tuple[Tensor, Tensor]] = {}
+        self._trees: dict[str, InterestHierarchy] = {}
+
+    def vectors(self, name: str, window: EvaluationWindow) -> tuple[Tensor, Tensor]:
+        if name not in self._vectors:
+            model = self.comparison.models[name]
+            self._vectors[name] = graph_vectors(
+                model, self.graph, self.content, self.comparison.fanouts, self.as_of, window.users
             )
-        return vectors[name]
+        return self._vectors[name]
 
-    def by_embedding(name: str) -> Fitted:
-        def build(window: EvaluationWindow) -> Recommender:
-            model = comparison.models[name]
-            pairs = None
-            if model.history_bias is not None:
-                pairs = history_scores(model, interaction_history(), window.users, as_of)
-            return EmbeddingRecommender(window.users, *embedded(name, window), pairs)
+    def tree(self, name: str, window: EvaluationWindow) -> InterestHierarchy:
+        assert self.hierarchy is not None, "no materialised tree to take the sizes from"
+        if name not in self._trees:
+            sizes = self.hierarchy.tree.primitives_per_level()
+            items = self.vectors(name, window)[1]
+            self._trees[name] = build_hierarchy(items, HierarchyConfig(sizes=sizes))
+        return self._trees[name]
 
-        return build
+    @cached_property
+    def interaction_history(self) -> InteractionHistory:
+        return InteractionHistory.of(self.graph)
 
-    def content_only(window: EvaluationWindow) -> Recommender:
-        items = content_item_vectors(comparison.models[OURS], graph, content)
-        return EmbeddingRecommender(window.users, embedded(OURS, window)[0], items)
+    def fitted(self) -> dict[str, Fitted]:
+        """A recommender builder per model of ours (every seed), its content-only view and its
+        token retrieval."""
+        comparison = self.comparison
 
-    fitted = {name: by_embedding(name) for name in comparison.models}
-    if comparison.content_only:
-        fitted[CONTENT_ONLY] = content_only
-    if hierarchy is not None:
-        fitted[TOKENS] = lambda window: TokenRecommender(
-            window.users, *embedded(OURS, window), hierarchy.tree, hierarchy.tokens
-        )
-    return fitted
+        def by_embedding(name: str) -> Fitted:
+            def build(window: EvaluationWindow) -> Recommender:
+                model = comparison.models[name]
+                pairs = None
+                if model.history_bias is not None:
+                    pairs = history_scores(
+                        model, self.interaction_history, window.users, self.as_of
+                    )
+                return EmbeddingRecommender(window.users, *self.vectors(name, window), pairs)
+
+            return build
+
+        def content_only(window: EvaluationWindow) -> Recommender:
+            items = content_item_vectors(comparison.models[OURS], self.graph, self.content)
+            return EmbeddingRecommender(window.users, self.vectors(OURS, window)[0], items)
+
+        def tokens(window: EvaluationWindow) -> Recommender:
+            assert self.hierarchy is not None
+            tree = self.tree(OURS, window)
+            return TokenRecommender(
+                window.users, *self.vectors(OURS, window), tree, self.hierarchy.tokens
+            )
+
+        fitted = {name: by_embedding(name) for name in comparison.models}
+        if comparison.content_only:
+            fitted[CONTENT_ONLY] = content_only
+        if self.hierarchy is not None:
+            fitted[TOKENS] = tokens
+        return fitted
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -45,7 +45,9 @@ class HierarchyScores:
     levels: list[LevelScore]
     token_recall_at_50: float
     embedding_recall_at_50: float
-    stability_ari: float | None  # mean over levels, between two seeds
+    stability_ari: float | None  # mean over levels, between two k-means seeds
+    # ARI per level between the trees of two training seeds (None with one seed)
+    training_seed_ari: list[float] | None = None
 
 
 @dataclass
@@ -70,6 +72,8 @@ class EvaluationReport:
     versus: dict[str, dict[str, Difference]] = field(default_factory=dict)
     # segment (`repeat`, `explore`) -> model -> metric
     segments: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
+    seeds: int = 1  # training seeds of ours; its figures are their means
+    seed_sd: dict[str, float] = field(default_factory=dict)  # ours: metric -> sd over seeds
 
     def to_json(self) -> dict[str, Any]:
         hierarchy = None
@@ -79,6 +83,9 @@ class EvaluationReport:
                 "token_recall@50": _number(self.hierarchy.token_recall_at_50),
                 "embedding_recall@50": _number(self.hierarchy.embedding_recall_at_50),
                 "stability_ari": _number(self.hierarchy.stability_ari),
+                "training_seed_ari": None
+                if self.hierarchy.training_seed_ari is None
+                else _pair(self.hierarchy.training_seed_ari),
             }
         return {
             "dataset": self.dataset,
@@ -101,6 +108,7 @@ class EvaluationReport:
                 "already_seen_items_are_candidates": not self.exclude_seen,
                 "users": self.users,
                 "users_with_cold_items": self.cold_users,
+                "training_seeds": self.seeds,
             },
         }
 
@@ -109,6 +117,8 @@ class EvaluationReport:
         figures = _finite(self.models[name])
         if name in self.intervals:
             figures["ci95"] = {m: _pair(bounds) for m, bounds in self.intervals[name].items()}
+        if name == OURS and self.seed_sd:
+            figures["seed_sd"] = _finite(self.seed_sd)
         return figures
 
     def write(self, folder: Path) -> Path:
@@ -141,11 +151,14 @@ class EvaluationReport:
             for level, score in enumerate(self.hierarchy.levels):
                 metrics[f"eval/hierarchy/L{level}/nmi"] = _nan(score.nmi)
                 metrics[f"eval/hierarchy/L{level}/ari"] = _nan(score.ari)
+                metrics[f"eval/hierarchy/L{level}/ami"] = _nan(score.ami)
             metrics["eval/hierarchy/token_recall@50"] = self.hierarchy.token_recall_at_50
             metrics["eval/hierarchy/embedding_recall@50"] = self.hierarchy.embedding_recall_at_50
             metrics["eval/hierarchy/stability_ari"] = _nan(self.hierarchy.stability_ari)
-            for level, score in enumerate(self.hierarchy.levels):
-                metrics[f"eval/hierarchy/L{level}/ami"] = _nan(score.ami)
+            for level, ari in enumerate(self.hierarchy.training_seed_ari or []):
+                metrics[f"eval/hierarchy/L{level}/training_seed_ari"] = ari
+        for metric, sd in self.seed_sd.items():
+            metrics[f"eval/{OURS}/{metric}/seed_sd"] = sd
         for baseline, differences in self.versus.items():
             for metric, found in differences.items():
                 metrics[f"eval/versus/{baseline}/{metric}/diff"] = found.diff
@@ -190,6 +203,7 @@ def render_markdown(report: EvaluationReport, folder: Path) -> str:
         "",
         table,
         "",
+        *_seeds(report),
         *_verdict(report),
         *_uncertainty(report),
         *_segments(report),
@@ -211,7 +225,8 @@ def render_markdown(report: EvaluationReport, folder: Path) -> str:
             "",
             f"Token retrieval recall@50 {_cell(hierarchy.token_recall_at_50)} against "
             f"{_cell(hierarchy.embedding_recall_at_50)} by embedding; stability (ARI across "
-            f"seeds) {_cell(hierarchy.stability_ari)}.",
+            f"k-means seeds) {_cell(hierarchy.stability_ari)}; ARI between the trees of two "
+            f"training seeds per level: {_seed_ari(hierarchy.training_seed_ari)}.",
             "",
             *_image(folder, "hierarchy", "Agreement per level"),
         ]
@@ -294,6 +309,13 @@ def _uncertainty(report: EvaluationReport) -> list[str]:
     ]
 
 
+def _seeds(report: EvaluationReport) -> list[str]:
+    if report.seeds < 2:
+        return [f"`{OURS}` was trained once (one seed): its figures carry no seed spread.", ""]
+    spread = ", ".join(f"{m} {_cell(report.seed_sd.get(m))}" for m in ("map@10", "recall@50"))
+    return [f"`{OURS}`: the mean of {report.seeds} training seeds (sd over seeds: {spread}).", ""]
+
+
 def _difference(found: Difference | None) -> str:
     if found is None or not math.isfinite(found.diff):
         return "-"
@@ -325,6 +347,10 @@ def _segments(report: EvaluationReport) -> list[str]:
         _table(["model", *header, HISTORY_SHARE], rows),
         "",
     ]
+
+
+def _seed_ari(values: list[float] | None) -> str:
+    return "- (one seed)" if values is None else " / ".join(_cell(v, 3) for v in values)
 
 
 def _image(folder: Path, name: str, title: str) -> list[str]:

@@ -1,5 +1,5 @@
-"""Intervals for the report's headline figures, from the final rankings of every model over the
-same users: each model's 95% interval, and ours minus each baseline with its paired interval."""
+"""Intervals for the report's headline figures, from the per-user figures of every model over
+the same users: each model's 95% interval, and ours minus each baseline with its paired interval."""
 
 from __future__ import annotations
 
@@ -13,34 +13,37 @@ from hier_pipeline.ranking.metrics import UserItems, per_user_metrics
 # The figures that carry an interval: the report's headline pair.
 UNCERTAIN = ("map@10", "recall@50")
 
+PerUser = dict[str, Tensor]  # metric -> one value per user with something relevant
+
+
+def per_user_figures(rankings: Mapping[str, Tensor], relevant: UserItems) -> dict[str, PerUser]:
+    """model -> `UNCERTAIN` metric -> per-user values. Shapes: rankings [U, >= 50]."""
+    return {
+        name: {
+            m: v for m, v in per_user_metrics(topk, relevant, (10, 50)).items() if m in UNCERTAIN
+        }
+        for name, topk in rankings.items()
+    }
+
 
 def intervals(
-    rankings: Mapping[str, Tensor], relevant: UserItems, seed: int
+    figures: Mapping[str, PerUser], seed: int
 ) -> dict[str, dict[str, tuple[float, float]]]:
-    """model -> metric -> 95% interval of its mean over users. Shapes: rankings [U, >= 50]."""
+    """model -> metric -> 95% interval of its mean over users."""
     return {
-        name: {metric: mean_interval(values[metric], seed=seed) for metric in UNCERTAIN}
-        for name, values in _per_user(rankings, relevant).items()
+        name: {metric: mean_interval(values, seed=seed) for metric, values in per_user.items()}
+        for name, per_user in figures.items()
     }
 
 
 def versus(
-    rankings: Mapping[str, Tensor],
-    relevant: UserItems,
-    ours: str,
-    baselines: Sequence[str],
-    seed: int,
+    figures: Mapping[str, PerUser], ours: str, baselines: Sequence[str], seed: int
 ) -> dict[str, dict[str, Difference]]:
     """baseline -> metric -> `ours` minus that baseline, with its paired 95% interval."""
-    per_user = _per_user({name: rankings[name] for name in (ours, *baselines)}, relevant)
     return {
         baseline: {
-            metric: paired_difference(per_user[ours][metric], per_user[baseline][metric], seed=seed)
-            for metric in UNCERTAIN
+            metric: paired_difference(figures[ours][metric], figures[baseline][metric], seed=seed)
+            for metric in figures[ours]
         }
         for baseline in baselines
     }
-
-
-def _per_user(rankings: Mapping[str, Tensor], relevant: UserItems) -> dict[str, dict[str, Tensor]]:
-    return {name: per_user_metrics(topk, relevant, (10, 50)) for name, topk in rankings.items()}

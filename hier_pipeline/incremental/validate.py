@@ -84,7 +84,7 @@ def _quarantine_existing_keys(
         (SELECT CAST({key} AS VARCHAR) FROM {BASE}.raw.{name} WHERE {key} IS NOT NULL)"""
     connection.execute(
         f"""INSERT INTO meta.quarantine
-            SELECT ?, s.__row, NULL, ?, 'existing_primary_key',
+            SELECT ?, s.__row, NULL, s.__file, ?, 'existing_primary_key',
                    'row ' || s.__row || ': ' || ? || ' = ' || CAST(s.{key} AS VARCHAR)
                        || ' already exists in the dataset',
                    to_json(s)

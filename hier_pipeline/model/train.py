@@ -344,6 +344,28 @@ class TimeBudget:
         self.used += seconds
 
 
+def _loss_ends(parts: list[dict[str, float]]) -> dict[str, float]:
+    """The mean loss of the epoch's first and last quarter of steps: whether the loss fell can
+    then be told within one epoch (a one-epoch run, or one its time budget stopped)."""
+    quarter = max(1, len(parts) // 4)
+    losses = [part["loss/total"] for part in parts]
+    return {
+        "loss/first_steps": float(np.mean(losses[:quarter])),
+        "loss/last_steps": float(np.mean(losses[-quarter:])),
+    }
+
+
+def loss_fell(history: list[dict[str, float]]) -> tuple[float, float]:
+    """(the loss of training's first steps, of its last steps): the first quarter of the first
+    epoch against the last quarter of the last one. Equal when training took a single step.
+    Histories recorded before the quarters were (pickled artifacts) fall back to epoch means."""
+    first, last = history[0], history[-1]
+    return (
+        first.get("loss/first_steps", first["loss/total"]),
+        last.get("loss/last_steps", last["loss/total"]),
+    )
+
+
 def train_model(
     graph: RelationalGraph,
     content: dict[str, dict[str, Tensor]],
@@ -372,6 +394,7 @@ def train_model(
         seconds = time.perf_counter() - started
         budget.charge(seconds)
         record = {key: float(np.mean([p[key] for p in parts])) for key in parts[0]}
+        record.update(_loss_ends(parts))
         validation_started = time.perf_counter()
         record.update(trainer.validate())
         record["time/validation_seconds"] = time.perf_counter() - validation_started

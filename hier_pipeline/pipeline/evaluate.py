@@ -1,14 +1,15 @@
 """`hier evaluate`: the whole pipeline and the comparison in one process, on any dataset folder.
 
 The chain (`run_chain`: our model, its embeddings as of the end of the data, the interest tree
-and tokens, as the assets build them), the trained ablations (one `TrainConfig`, so they differ
-in their switch only), then `evaluate_models`.
+and tokens, as the assets build them), our model again with `seeds - 1` other seeds (its figures
+are the means over seeds, with their sd), the trained ablations (one `TrainConfig`, so they
+differ in their switch only), then `evaluate_models`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY, train_ablations
@@ -16,11 +17,12 @@ from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET
 from hier_pipeline.evaluation.baselines.recommender import FitBudget
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
+from hier_pipeline.evaluation.seeds import seed_name
 from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.files.home import default_home
 from hier_pipeline.interests.hierarchy import HierarchyConfig
 from hier_pipeline.interests.tokens import TokenConfig
-from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.model.train import TrainConfig, train_model
 from hier_pipeline.pipeline.chain import ChainConfig, run_chain
 from hier_pipeline.pipeline.prepare import prepare
 
@@ -34,6 +36,7 @@ class EvaluateConfig:
     tokens: TokenConfig = field(default_factory=TokenConfig)
     max_users: int = 1000
     budget: FitBudget = FIT_BUDGET  # per fit of a trained baseline
+    seeds: int = 3  # our model is trained this many times (seed, seed + 1, ...); figures: means
 
 
 def evaluate_dataset(
@@ -50,9 +53,15 @@ def evaluate_dataset(
     chain = ChainConfig(config.train, config.hierarchy, config.tokens)
     done = run_chain(prepared, out_dir / "work", chain, progress=progress)
     trained = done.trained.result
+    reseeded = {
+        seed_name(offset): train_model(
+            graph, content, split, replace(config.train, seed=config.train.seed + offset)
+        ).model
+        for offset in range(1, config.seeds)
+    }
     ablations = train_ablations(graph, content, split, config.train, config.ablations, progress)
     comparison = Comparison(
-        models={OURS: trained.model, **{n: r.model for n, r in ablations.items()}},
+        models={OURS: trained.model, **reseeded, **{n: r.model for n, r in ablations.items()}},
         fanouts=config.train.fanouts,
         history=trained.history,
         content_only=CONTENT_ONLY in config.ablations,

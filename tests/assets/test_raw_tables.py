@@ -9,7 +9,9 @@ import duckdb
 import pytest
 
 from assets.definitions import defs
+from hier_pipeline.dataset import DatasetError
 from tests.assets.materialise import materialise
+from tests.builders import write_dataset
 
 
 def materialize_raw_tables(source: Path, home: Path) -> dg.ExecuteInProcessResult:
@@ -37,7 +39,7 @@ def test_raw_tables_materialise_with_passing_checks(
         "primary_keys_unique_and_not_null",
         "foreign_keys_resolve",
         "times_in_range",
-        "declared_kinds_parse",
+        "kinds_stored_and_finite",
         "counts_reconcile",
         "quarantine_rate",
     }
@@ -78,3 +80,15 @@ def test_completejourney_slice_quarantines_dangling_products(
     assert expected is not None and expected[0] > 0
     assert transactions.quarantined_by_reason == {"dangling_foreign_key": expected[0]}
     assert report.tables["households"].accepted == 40
+
+
+def test_a_required_table_with_nothing_accepted_fails_ingest_with_its_reasons(
+    tmp_path: Path,
+) -> None:
+    """It used to pass ingest and fail at training with "too few target-stage events"."""
+    events = "user_id,product_id,kind,ts\n" + "".join(
+        f"9{i},10,purchase,2024-02-01 10:00:00\n" for i in range(3)
+    )
+    folder = write_dataset(tmp_path / "d", files={"events.csv": events})
+    with pytest.raises(DatasetError, match=r"table 'events': all 3 rows were quarantined"):
+        materialize_raw_tables(folder, tmp_path / "home")

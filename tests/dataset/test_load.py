@@ -136,7 +136,9 @@ def test_malformed_csv_rows(tmp_path: Path) -> None:
     assert (table.read, table.accepted) == (6, 4)  # product 16 after the broken lines is still read
     rows = quarantined(connection, "products")
     assert [row[1] for row in rows] == [5, 6]
-    assert "line 5 of products: Expected Number of Columns: 5 Found: 2" in str(rows[0][4])
+    assert "products, line 5 of products.csv: Expected Number of Columns: 5 Found: 2" in str(
+        rows[0][4]
+    )
     raw_line = connection.execute(
         "SELECT row_data FROM meta.quarantine WHERE line_number = 6"
     ).fetchone()

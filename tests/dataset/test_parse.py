@@ -101,7 +101,7 @@ def test_time_unit_needs_integer_periods(tmp_path: Path) -> None:
         ("kind = 'click'; DROP TABLE users", "does not parse"),
         ("kind = 'click') OR (1 = 1", "does not parse"),
         ("colour = 'red'", "does not apply"),
-        ("kind IN (SELECT content FROM read_text('/etc/hostname'))", "does not apply"),
+        ("kind IN (SELECT content FROM read_text('/etc/hostname'))", "subquery expression"),
     ],
 )
 def test_where_that_does_not_parse_or_escapes(tmp_path: Path, where: str, message: str) -> None:

@@ -136,6 +136,20 @@ def test_a_worse_retrain_is_not_promoted_and_the_run_is_marked(
     assert manifest["metrics"]["map@10"] == pytest.approx(good.report.models[OURS]["map@10"])
 
 
+def test_a_retrain_that_loses_to_popularity_is_not_promoted_with_nothing_serving(
+    base: Base, retrains: dict[str, Retrain], tmp_path: Path
+) -> None:
+    """The release asset run alone (no blocking check upstream) refuses it by itself."""
+    worse = retrains["worse"].report.models
+    assert worse[OURS]["map@10"] < worse["popularity"]["map@10"]
+    result = _promote(base, tmp_path, retrains["worse"], base.tokens)
+    outcome = result.output_for_node("promoted_interests")
+    assert not outcome.promoted and outcome.current is None
+    assert outcome.reason.startswith("does not beat popularity: map@10 ")
+    assert not outcome.folder.exists()
+    assert result.dagster_run.tags[RUN_TAG] == "kept_previous"
+
+
 def test_token_ids_survive_a_retrain_on_unchanged_data(base: Base, tmp_path: Path) -> None:
     """The retrain finds the same interests but lists them in another order (its tree is the
     served one reordered): every item keeps every token id, in the bags served after it."""

@@ -12,7 +12,7 @@ import torch
 from hier_pipeline.evaluation.baselines import popularity_metrics
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.network import ModelConfig
-from hier_pipeline.model.train import TrainConfig, train_model
+from hier_pipeline.model.train import TrainConfig, loss_fell, train_model
 from hier_pipeline.ranking.window import target_window
 
 
@@ -116,3 +116,15 @@ def test_cold_item_rate_embeds_that_share_of_items_before_their_first_engagement
     cold_roots = set(torch.nonzero(times <= first).flatten().tolist())
     root_of = sampled.root[graph.metadata.item_type][engaged[1][roots_reached]]
     assert not cold_roots & set(root_of.tolist())
+
+
+def test_one_epoch_tells_whether_the_loss_fell(synthetic_pipeline: tuple) -> None:
+    """The loss check compared the first and the last epoch: one epoch could never pass it."""
+    graph, content, split = synthetic_pipeline
+    result = train_model(graph, content, split, replace(TINY, epochs=1, steps_per_epoch=8))
+    first, last = loss_fell(result.history)
+    assert len(result.history) == 1 and last < first
+    assert (first, last) == (
+        result.history[0]["loss/first_steps"],
+        result.history[0]["loss/last_steps"],
+    )

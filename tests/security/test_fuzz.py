@@ -1,20 +1,25 @@
-"""Fuzzing the dataset.yaml parser and the CSV loader: whatever the description or the files hold,
-the only exception that comes out is our own `DatasetError`, and a load that succeeds reconciles
-(read = accepted + quarantined for every table)."""
+"""Fuzzing the dataset.yaml parser and the loader (CSV, Parquet, integer periods, a table split
+across its file and batch files): whatever the description or the files hold, the only exception
+that comes out is our own `DatasetError`, and a load that succeeds reconciles (read = accepted +
+quarantined for every table), with read equal to the rows the test wrote where it knows them."""
 
 from __future__ import annotations
 
 import contextlib
 import copy
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hier_pipeline.dataset import DatasetError, load_dataset, parse_dataset
+from hier_pipeline.dataset.arrivals import with_batches
 from tests.builders import TINY_DESCRIPTION, TINY_FILES, write_dataset
 
 FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -138,3 +143,121 @@ def test_loader_on_arbitrary_csv(files: dict[str, str]) -> None:
             return
         for table in report.tables.values():
             assert table.reconciles, table
+
+
+# Rows are counted here without any reader: the test knows how many it wrote. Every row written is
+# accepted or quarantined once; the only error is a required table left without a row.
+REQUIRED_EMPTY = (
+    r"table '(users|products|events)': (all \d+ rows were quarantined|the table has no rows)"
+)
+SPLIT_FUZZ = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def _load_counted(
+    folder: Path, database: Path, written: dict[str, int], refusal: str = REQUIRED_EMPTY
+) -> None:
+    """Load with the batches; every table's read is what was written, and reconciles. A
+    `DatasetError` must match `refusal`, and never say that a reader lost or invented rows."""
+    try:
+        report = load_dataset(with_batches(parse_dataset(folder)), database)
+    except DatasetError as error:
+        assert re.match(refusal, str(error)) and "the file holds" not in str(error), error
+        event("refused with a DatasetError")
+        return
+    event("loaded")
+    quarantined = sum(report.tables[name].quarantined for name in written)
+    event("rows quarantined" if quarantined else "nothing quarantined")
+    for name, rows in written.items():
+        table = report.tables[name]
+        assert (table.read, table.reconciles) == (rows, True), table
+
+
+@SPLIT_FUZZ
+@given(
+    user_ids=st.lists(st.one_of(st.none(), st.integers(-3, 6), st.integers(-(2**63), 2**63 - 1))),
+    signups=st.lists(
+        st.one_of(st.none(), st.text(max_size=12), st.sampled_from(["2024-01-02", "1800-01-01"]))
+    ),
+    ages=st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))),
+)
+def test_loader_on_arbitrary_parquet(
+    user_ids: list[int | None], signups: list[str | None], ages: list[float | None]
+) -> None:
+    rows = min(len(user_ids), len(signups), len(ages))
+    # The tiny dataset's three users first, so that its events have someone to point at.
+    table = pa.table(
+        {
+            "user_id": pa.array([1, 2, 3, *user_ids[:rows]], pa.int64()),
+            "signup": pa.array(["2024-01-01"] * 3 + signups[:rows], pa.string()),
+            "age": pa.array([30.0, 41.0, 25.0, *ages[:rows]], pa.float64()),
+        }
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        description = copy.deepcopy(TINY_DESCRIPTION)
+        description["tables"]["users"]["file"] = "users.parquet"
+        folder = write_dataset(Path(scratch) / "d", description)
+        pq.write_table(table, folder / "users.parquet")
+        _load_counted(folder, Path(scratch) / "raw.duckdb", {"users": rows + 3})
+
+
+@SPLIT_FUZZ
+@given(
+    unit=st.sampled_from(["second", "minute", "hour", "day", "week"]),
+    periods=st.lists(
+        st.one_of(
+            st.integers(-(2**63), 2**63 - 1),
+            st.integers(-3000, 3000),
+            st.integers(2**63, 2**70),  # past BIGINT: the column is read as HUGEINT
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+)
+def test_loader_on_arbitrary_integer_periods(unit: str, periods: list[int]) -> None:
+    description = copy.deepcopy(TINY_DESCRIPTION)
+    description["tables"]["events"].update(time="period", time_unit=unit, time_origin="2024-01-01")
+    for stage in description["funnel"]:
+        stage["time"] = "period"
+    events = "user_id,product_id,kind,period\n1,10,click,5\n3,11,purchase,6\n" + "".join(
+        f"1,10,{'click' if i % 2 else 'purchase'},{p}\n" for i, p in enumerate(periods)
+    )
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = write_dataset(Path(scratch) / "d", description, files={"events.csv": events})
+        _load_counted(folder, Path(scratch) / "raw.duckdb", {"events": len(periods) + 2})
+
+
+# Cells that cannot change where a row ends, so that the rows written are the rows the file holds.
+plain_cells = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters='",\r\n'), max_size=8),
+    st.sampled_from(["", "1", "2", "3", "10", "x", "2024-02-01 10:00:00", "inf", "nan", "-1"]),
+)
+
+
+@st.composite
+def split_events(draw: st.DrawFn) -> tuple[str, list[str]]:
+    """The events table as its file (the tiny dataset's events first) and one to three batch
+    files, each with a header and rows of 2 to 6 plain cells (the table has 4 columns)."""
+    header, known = TINY_FILES["events.csv"].split("\n", 1)
+    files = []
+    for _ in range(draw(st.integers(2, 4))):
+        rows = draw(st.lists(st.lists(plain_cells, min_size=2, max_size=6), max_size=5))
+        files.append(header + "\n" + "".join(",".join(row) + "\n" for row in rows))
+    return files[0].replace(header + "\n", header + "\n" + known, 1), files[1:]
+
+
+@SPLIT_FUZZ
+@given(split_events())
+def test_loader_on_a_table_split_across_files(files: tuple[str, list[str]]) -> None:
+    main, batches = files
+    written = sum(
+        sum(1 for line in text.split("\n")[1:] if line) for text in (main, *batches)
+    )  # a blank line holds no row in a table of several columns
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = write_dataset(Path(scratch) / "d", files={"events.csv": main})
+        for index, text in enumerate(batches):
+            batch = folder / "incoming" / f"b{index}"
+            batch.mkdir(parents=True)
+            (batch / "events.csv").write_text(text, encoding="utf-8")
+        # Random cells may also make a column the description names unusable (all-integer `ts`).
+        refusal = rf"{REQUIRED_EMPTY}|table 'events', column '\w+': "
+        _load_counted(folder, Path(scratch) / "raw.duckdb", {"events": written}, refusal)

@@ -30,7 +30,10 @@ def test_a_line_past_the_limit_is_quarantined_with_a_count(tmp_path: Path) -> No
             "SELECT line_number, detail FROM meta.quarantine WHERE table_name = 'products'"
         ).fetchone() or (None, None)
     assert line == SNIFFED_ROWS + 5  # the header is line 1
-    assert f"line {line} of products: Maximum line size of {MAX_CSV_LINE_BYTES} bytes" in detail
+    assert (
+        f"products, line {line} of products.csv: Maximum line size of {MAX_CSV_LINE_BYTES} bytes"
+        in detail
+    )
 
 
 def test_long_texts_load_and_are_clipped_on_read_with_a_count(tmp_path: Path) -> None:
