@@ -89,7 +89,9 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
         description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default "
         "leaves out the trained ones (minutes per fit; `hier evaluate` runs all)",
     )
-    max_users: int = Field(default=1000, description="evaluated users (a fixed random subset)")
+    max_users: int = Field(
+        default=5000, description="evaluated users (a fixed random subset beyond it)"
+    )
     baseline_steps: int = Field(
         default=1000, description="optimisation steps per fit of a trained baseline"
     )

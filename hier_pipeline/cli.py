@@ -144,7 +144,7 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument(
         "--baselines", type=_names, help="comma-separated baselines (default: all)"
     )
-    evaluate.add_argument("--max-users", type=int, help="evaluated users (default 1000)")
+    evaluate.add_argument("--max-users", type=int, help="evaluated users (default 5000)")
     evaluate.add_argument(
         "--seeds", type=int, help="trainings of our model, seed, seed + 1, ... (default 3)"
     )

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.ablations import CONTENT_ONLY
@@ -40,11 +41,12 @@ from hier_pipeline.evaluation.baselines.evaluate import (
     evaluate_baselines,
 )
 from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
+from hier_pipeline.evaluation.cold_users import POPULARITY, cold_user_rankings
 from hier_pipeline.evaluation.interest_recommender import (
+    AsOf,
     EmbeddingRecommender,
     TokenRecommender,
     content_item_vectors,
-    graph_vectors,
 )
 from hier_pipeline.evaluation.report import HISTORY_SHARE, OURS, EvaluationReport, HierarchyScores
 from hier_pipeline.evaluation.seeds import is_seed, pool_seeds
@@ -56,7 +58,12 @@ from hier_pipeline.evaluation.segments import (
     split_relevant,
 )
 from hier_pipeline.evaluation.truth import level_scores
-from hier_pipeline.evaluation.uncertainty import intervals, per_user_figures, versus
+from hier_pipeline.evaluation.uncertainty import (
+    intervals,
+    per_user_figures,
+    user_segments,
+    versus,
+)
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
@@ -95,7 +102,7 @@ class Comparison:
     history: list[dict[str, float]] = field(default_factory=list)
     content_only: bool = True  # add `hier_content_only`
     baselines: Sequence[str] = tuple(BASELINES)
-    max_users: int = 1000
+    max_users: int = 5000  # evaluated users: a fixed random subset beyond it
     seed: int = 0
     budget: FitBudget = FIT_BUDGET
 
@@ -155,8 +162,23 @@ def evaluate_models(
     }
     figures = per_user_figures(rankings, window.relevant)
     seeds = [OURS, *(name for name in rankings if is_seed(name))]
+    fitted = ours.fitted()
+    cold, cold_ranked = cold_user_rankings(
+        graph,
+        split.t2,
+        end,
+        {name: fitted[name] for name in seeds},
+        result.settings.get(POPULARITY, {}),
+        SEGMENT_K,
+        comparison.max_users,
+        comparison.seed,
+    )
+    cold_figures = per_user_figures(cold_ranked, cold.relevant)
+    cold_metrics = {n: {m: v.mean().item() for m, v in f.items()} for n, f in cold_figures.items()}
+    pool_seeds(seeds, cold_metrics, cold_figures)
     spread = pool_seeds(seeds, result.metrics, figures, *segments.values())
     baselines = [name for name in comparison.baselines if name in rankings]
+    segments.update(user_segments(result.metrics, figures, cold_figures, baselines))
     scores = None
     if hierarchy is not None:
         tree = ours.tree(OURS, window)
@@ -189,6 +211,7 @@ def evaluate_models(
         segments=segments,
         seeds=len(seeds),
         seed_sd=spread,
+        cold_users_evaluated=len(cold.users),
     )
 
 
@@ -216,16 +239,27 @@ class _Ours:
     ) -> None:
         self.graph, self.content, self.comparison, self.as_of = graph, content, comparison, as_of
         self.hierarchy = hierarchy
-        self._vectors: dict[str, tuple[Tensor, Tensor]] = {}
+        self._embedders: dict[str, AsOf] = {}
+        self._items: dict[str, Tensor] = {}
+        self._vectors: dict[tuple[object, ...], tuple[Tensor, Tensor]] = {}
         self._trees: dict[str, InterestHierarchy] = {}
 
+    def embedder(self, name: str) -> AsOf:
+        if name not in self._embedders:
+            model, fanouts = self.comparison.models[name], self.comparison.fanouts
+            self._embedders[name] = AsOf(model, self.graph, self.content, fanouts, self.as_of)
+        return self._embedders[name]
+
     def vectors(self, name: str, window: EvaluationWindow) -> tuple[Tensor, Tensor]:
-        if name not in self._vectors:
-            model = self.comparison.models[name]
-            self._vectors[name] = graph_vectors(
-                model, self.graph, self.content, self.comparison.fanouts, self.as_of, window.users
-            )
-        return self._vectors[name]
+        """(the window's users, every item), embedded once per model and window."""
+        key = (name, window.start, window.end, tuple(window.users.tolist()))
+        if key not in self._vectors:
+            embed, meta = self.embedder(name), self.graph.metadata
+            if name not in self._items:
+                items = torch.arange(int(self.graph.data[meta.item_type].num_nodes))
+                self._items[name] = embed(meta.item_type, items)
+            self._vectors[key] = embed(meta.user_type, window.users), self._items[name]
+        return self._vectors[key]
 
     def tree(self, name: str, window: EvaluationWindow) -> InterestHierarchy:
         assert self.hierarchy is not None, "no materialised tree to take the sizes from"

@@ -101,26 +101,30 @@ class TokenRecommender(Frozen):
         )
 
 
-def graph_vectors(
-    model: GraphEncoder,
-    graph: RelationalGraph,
-    content: Mapping[str, Mapping[str, Tensor]],
-    fanouts: tuple[int, ...],
-    as_of: int,
-    users: Tensor,
-) -> tuple[Tensor, Tensor]:
-    """(users, every item) embedded from their neighbourhoods strictly before `as_of`, with
-    degrees counted before `as_of` too. Shapes: users [U] -> ([U, dim], [I, dim])."""
-    data, meta = graph.data, graph.metadata
-    sampler = TemporalNeighborSampler(data, SamplerConfig(fanouts, "recent"))
-    context = GraphContext.of(
-        data, list(data.edge_types), len(meta.stages), _plain(content), before=as_of
-    )
-    items = torch.arange(int(data[meta.item_type].num_nodes))
-    return (
-        embed_nodes(model, sampler, data, context, meta.user_type, users, as_of),
-        embed_nodes(model, sampler, data, context, meta.item_type, items, as_of),
-    )
+class AsOf:
+    """Embeds nodes of a graph from their neighbourhoods strictly before `as_of`, with degrees
+    counted before `as_of` too; the sampler and context are built once for every call."""
+
+    def __init__(
+        self,
+        model: GraphEncoder,
+        graph: RelationalGraph,
+        content: Mapping[str, Mapping[str, Tensor]],
+        fanouts: tuple[int, ...],
+        as_of: int,
+    ) -> None:
+        data, meta = graph.data, graph.metadata
+        self.model, self.data, self.as_of = model, data, as_of
+        self.sampler = TemporalNeighborSampler(data, SamplerConfig(fanouts, "recent"))
+        self.context = GraphContext.of(
+            data, list(data.edge_types), len(meta.stages), _plain(content), before=as_of
+        )
+
+    def __call__(self, node_type: str, nodes: Tensor) -> Tensor:
+        """Shapes: nodes [N] -> [N, dim]."""
+        return embed_nodes(
+            self.model, self.sampler, self.data, self.context, node_type, nodes, self.as_of
+        )
 
 
 @torch.inference_mode()

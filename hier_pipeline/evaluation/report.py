@@ -74,6 +74,7 @@ class EvaluationReport:
     segments: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     seeds: int = 1  # training seeds of ours; its figures are their means
     seed_sd: dict[str, float] = field(default_factory=dict)  # ours: metric -> sd over seeds
+    cold_users_evaluated: int = 0  # users without any interaction before t2 (`cold_users`)
 
     def to_json(self) -> dict[str, Any]:
         hierarchy = None
@@ -109,6 +110,7 @@ class EvaluationReport:
                 "users": self.users,
                 "users_with_cold_items": self.cold_users,
                 "training_seeds": self.seeds,
+                "cold_users": self.cold_users_evaluated,
             },
         }
 
@@ -324,27 +326,31 @@ def _difference(found: Difference | None) -> str:
 
 
 def _segments(report: EvaluationReport) -> list[str]:
-    """Recall on repeat and explore positives, and how much of each top list is history."""
+    """Every segment's figures side by side, one row per model that has any."""
     if not report.segments:
         return []
-    segments = list(report.segments)
-    names = list(next(iter(report.segments.values())))
-    metrics = sorted({m for models in report.segments.values() for m in models[names[0]]})
-    header = [f"{segment} {metric}" for segment in segments for metric in metrics]
+    columns = [
+        (segment, metric)
+        for segment, models in report.segments.items()
+        for metric in sorted({m for figures in models.values() for m in figures})
+    ]
+    names = [n for n in report.models if any(n in models for models in report.segments.values())]
     rows = [
         [
             name,
-            *(_cell(report.segments[s][name].get(m)) for s in segments for m in metrics),
+            *(_cell(report.segments[s].get(name, {}).get(m)) for s, m in columns),
             _cell(report.models[name].get(HISTORY_SHARE)),
         ]
         for name in names
     ]
     return [
-        "Where the hits come from: positives the user had engaged with before the window"
-        " (repeat) and new ones (explore); history share is the part of the top 50 taken from"
+        "By segment: positives the user had engaged with before the window (repeat) and new ones"
+        f" (explore); warm users, the {report.cold_users_evaluated} cold users (no interaction"
+        " before the window: ours embeds them from their own rows, a baseline serves them its"
+        " popularity list) and all of them; history share is the part of the top 50 taken from"
         " the user's own history.",
         "",
-        _table(["model", *header, HISTORY_SHARE], rows),
+        _table(["model", *(f"{s} {m}" for s, m in columns), HISTORY_SHARE], rows),
         "",
     ]
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import torch
 from torch import Tensor
 
+from hier_pipeline.evaluation.cold_users import POPULARITY
+from hier_pipeline.evaluation.report import OURS
 from hier_pipeline.ranking.bootstrap import Difference, mean_interval, paired_difference
 from hier_pipeline.ranking.metrics import UserItems, per_user_metrics
 
@@ -47,3 +50,26 @@ def versus(
         }
         for baseline in baselines
     }
+
+
+def user_segments(
+    metrics: Mapping[str, Mapping[str, float]],
+    warm: Mapping[str, PerUser],
+    cold: Mapping[str, PerUser],
+    baselines: Sequence[str],
+) -> dict[str, dict[str, dict[str, float]]]:
+    """`warm_users`, `cold_users` and `all_users` -> model -> `UNCERTAIN` metric, for ours and
+    each baseline. A baseline serves cold users the popularity list (`cold[POPULARITY]`); all
+    users are the warm and the cold ones together, each counted once."""
+    served = {OURS: cold[OURS], **{name: cold[POPULARITY] for name in baselines}}
+    return {
+        "warm_users": {n: {m: metrics[n][m] for m in UNCERTAIN} for n in served},
+        "cold_users": {n: _means(figures) for n, figures in served.items()},
+        "all_users": {
+            n: _means({m: torch.cat([warm[n][m], served[n][m]]) for m in UNCERTAIN}) for n in served
+        },
+    }
+
+
+def _means(figures: PerUser) -> dict[str, float]:
+    return {metric: values.mean().item() for metric, values in figures.items()}

@@ -34,7 +34,7 @@ class EvaluateConfig:
     baselines: tuple[str, ...] = tuple(BASELINES)
     hierarchy: HierarchyConfig = field(default_factory=HierarchyConfig)
     tokens: TokenConfig = field(default_factory=TokenConfig)
-    max_users: int = 1000
+    max_users: int = 5000  # evaluated users: a fixed random subset beyond it
     budget: FitBudget = FIT_BUDGET  # per fit of a trained baseline
     seeds: int = 3  # our model is trained this many times (seed, seed + 1, ...); figures: means
 

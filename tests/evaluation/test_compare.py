@@ -25,7 +25,7 @@ from hier_pipeline.evaluation.compare import (
     data_end,
     evaluate_models,
 )
-from hier_pipeline.evaluation.interest_recommender import graph_vectors
+from hier_pipeline.evaluation.interest_recommender import AsOf
 from hier_pipeline.evaluation.report import EvaluationReport
 from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.graph import default_split
@@ -119,8 +119,21 @@ def test_every_figure_carries_its_interval_and_its_segments(compared: Compared) 
             point = report.models["hier"][metric] - report.models[baseline][metric]
             assert found.diff == pytest.approx(point, abs=1e-6)
             assert found.low <= found.diff <= found.high
-    assert set(report.segments) == {"repeat", "explore"}
-    assert report.segments["repeat"].keys() == report.models.keys()
+    segments = report.segments
+    assert set(segments) == {"repeat", "explore", "warm_users", "cold_users", "all_users"}
+    assert segments["repeat"].keys() == report.models.keys()
+    assert segments["cold_users"].keys() == {"hier", *BASELINE_NAMES}
+    for name, warm in segments["warm_users"].items():
+        assert warm == {m: report.models[name][m] for m in ("map@10", "recall@50")}
+        cold, both = segments["cold_users"][name], segments["all_users"][name]
+        for metric, value in both.items():
+            if report.cold_users_evaluated == 0:
+                assert value == pytest.approx(warm[metric])
+            else:  # a weighted mean of the two groups
+                low, high = sorted((warm[metric], cold[metric]))
+                assert low - 1e-6 <= value <= high + 1e-6, (name, metric)
+    for name in BASELINE_NAMES:  # a baseline serves cold users the popularity list
+        assert segments["cold_users"][name] == segments["cold_users"]["popularity"]
     share = {name: report.models[name]["history_share@50"] for name in BASELINE_NAMES}
     assert share["repeat"] > share["popularity"]
     repeat = report.segments["repeat"]
@@ -133,9 +146,9 @@ def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -
     graph, report, t2 = compared.graph, compared.report, compared.split.t2
     history = Interactions.from_graph(graph, t2)
     window = warm_window(graph, history, t2, report.end, max_users=1000)
-    users, items = graph_vectors(
-        compared.model, graph, compared.content, TINY.fanouts, t2, window.users
-    )
+    embed = AsOf(compared.model, graph, compared.content, TINY.fanouts, t2)
+    users = embed(graph.metadata.user_type, window.users)
+    items = embed(graph.metadata.item_type, torch.arange(graph.data["products"].num_nodes))
     exclude = history.target_items(window.users) if report.exclude_seen else None
     pairs = history_scores(compared.model, InteractionHistory.of(graph), window.users, t2)
     assert pairs is not None  # the model scores a user's own earlier items too

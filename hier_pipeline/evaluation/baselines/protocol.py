@@ -39,8 +39,33 @@ def warm_window(
 ) -> EvaluationWindow:
     """`target_window` restricted to warm users (at least one interaction in `history`), then a
     fixed random subset of at most `max_users` of them."""
+    return _users_by_history(graph, history, start, end, max_users, seed, warm=True)
+
+
+def cold_window(
+    graph: RelationalGraph,
+    history: Interactions,
+    start: int,
+    end: int,
+    max_users: int,
+    seed: int = 0,
+) -> EvaluationWindow:
+    """`target_window` restricted to cold users (no interaction in `history`: nothing to learn
+    their taste from but their own rows), then a fixed random subset of at most `max_users`."""
+    return _users_by_history(graph, history, start, end, max_users, seed, warm=False)
+
+
+def _users_by_history(
+    graph: RelationalGraph,
+    history: Interactions,
+    start: int,
+    end: int,
+    max_users: int,
+    seed: int,
+    warm: bool,
+) -> EvaluationWindow:
     window = target_window(graph, start, end, max_users=history.num_users)
-    rows = history.active_users()[window.users].nonzero().flatten()
+    rows = (history.active_users()[window.users] == warm).nonzero().flatten()
     if len(rows) > max_users:
         generator = torch.Generator().manual_seed(seed)
         rows = rows[torch.randperm(len(rows), generator=generator)[:max_users]].sort().values
