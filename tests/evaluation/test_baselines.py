@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 
 import numpy as np
@@ -21,6 +22,7 @@ from hier_pipeline.evaluation.baselines import (
     recommend,
     tune,
 )
+from hier_pipeline.evaluation.baselines.evaluate import FIT_BUDGET
 from hier_pipeline.evaluation.baselines.interactions import DAY
 from hier_pipeline.evaluation.baselines.profiles import (
     NEGATIVE_WEIGHTS,
@@ -247,3 +249,35 @@ def test_tune_keeps_the_setting_best_on_the_window() -> None:
     result = tune(lambda s: Popularity(**s), grid, history, window, exclude_seen=False)
     assert result.best == {"window_days": 7.0}
     assert [score for _, score in result.scores] == pytest.approx([0.5, 1.0, 1.0])
+
+
+def test_a_trained_baseline_scores_the_same_on_a_busy_machine() -> None:
+    """A step budget, not a wall clock: the same seed and steps give the same scores whether the
+    machine is idle or another thread keeps it busy (a seconds cap would cut the busy fit short)."""
+    rows = [(u, i, 1.0, 1) for u in range(8) for i in range(8) if (u + i) % 3 == 0]
+    history = events(rows, 8, 8)
+
+    def fitted() -> torch.Tensor:
+        model = LightGCNRecommender(
+            torch.zeros(8, dtype=torch.long), dim=8, budget=FitBudget(steps=30), batch_size=32
+        )
+        model.fit(history)
+        return model.score(torch.arange(8))
+
+    idle = fitted()
+    stop = threading.Event()
+
+    def spin() -> None:  # its own generator: the fit seeds the global one
+        matrix = torch.randn(256, 256, generator=torch.Generator().manual_seed(0))
+        while not stop.is_set():
+            matrix = torch.tanh(matrix @ matrix)
+
+    busy = threading.Thread(target=spin)
+    busy.start()
+    try:
+        loaded = fitted()
+    finally:
+        stop.set()
+        busy.join()
+    assert torch.equal(idle, loaded)
+    assert FIT_BUDGET.seconds is None  # the evaluation's default budget is steps alone
