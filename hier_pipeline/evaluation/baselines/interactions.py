@@ -113,7 +113,7 @@ class Interactions:
     def from_graph(
         cls, graph: RelationalGraph, before: int, stage_weights: Tensor | None = None
     ) -> Interactions:
-        """Every funnel event of the `engaged` edges before `before`, negatives excluded.
+        """Every funnel event of the `engaged` edges before `before`, negatives kept apart.
 
         `stage_weights` [S] defaults to `default_stage_weights(S)` (see the module doc).
         """

@@ -10,7 +10,9 @@ decides.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from torch import Tensor
 
@@ -40,11 +42,9 @@ NEGATIVE_WEIGHTS: tuple[float, ...] = (0.0, 1.0)
 PROFILE_KEYS = ("profile", "negative")
 
 
-def profile_of(setting: dict[str, object]) -> Profile:
+def profile_of(setting: Mapping[str, Any]) -> Profile:
     """The profile a grid setting names (`profile`, and `negative` where the baseline uses it)."""
-    negative = setting.get("negative", 0.0)
-    assert isinstance(negative, float | int)
-    return Profile(STAGE_RATIOS[str(setting["profile"])], float(negative))
+    return Profile(STAGE_RATIOS[setting["profile"]], float(setting.get("negative", 0.0)))
 
 
 def profiled_grid(
