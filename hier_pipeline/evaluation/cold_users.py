@@ -10,10 +10,9 @@ from collections.abc import Callable, Mapping
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.baselines.popularity import Popularity
 from hier_pipeline.evaluation.baselines.protocol import cold_window
 from hier_pipeline.evaluation.baselines.recommender import Recommender
-from hier_pipeline.evaluation.baselines.tuning import Setting, fit_and_rank
+from hier_pipeline.evaluation.baselines.tuning import fit_and_rank
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.ranking.window import EvaluationWindow
 
@@ -25,16 +24,17 @@ def cold_user_rankings(
     start: int,
     end: int,
     ours: Mapping[str, Callable[[EvaluationWindow], Recommender]],
-    popularity: Setting,
+    popularity: Recommender,
     depth: int,
     max_users: int,
     seed: int,
 ) -> tuple[EvaluationWindow, dict[str, Tensor]]:
     """(the cold users' window on [start, end), model -> its ranking of them): each of `ours`
-    built for these users, and `POPULARITY` for every baseline. Shapes: -> [U, depth] each."""
+    built for these users, and `popularity` (the tuned baseline, fitted here) under
+    `POPULARITY`, for every baseline. Shapes: -> [U, depth] each."""
     history = Interactions.from_graph(graph, start)
     window = cold_window(graph, history, start, end, max_users, seed)
-    builders = {**ours, POPULARITY: lambda _: Popularity(**popularity)}
+    builders = {**ours, POPULARITY: lambda _: popularity}
     return window, {
         name: fit_and_rank(build(window), history, window, depth, exclude_seen=False)
         for name, build in builders.items()

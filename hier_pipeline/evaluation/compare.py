@@ -39,6 +39,7 @@ from hier_pipeline.evaluation.baselines.evaluate import (
     FIT_BUDGET,
     Fitted,
     evaluate_baselines,
+    tuned,
 )
 from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
 from hier_pipeline.evaluation.cold_users import POPULARITY, cold_user_rankings
@@ -168,7 +169,12 @@ def evaluate_models(
         split.t2,
         end,
         {name: fitted[name] for name in seeds},
-        result.settings.get(POPULARITY, {}),
+        tuned(
+            POPULARITY,
+            result.settings.get(POPULARITY, BASELINES[POPULARITY].grid[0]),
+            graph,
+            content,
+        ),
         SEGMENT_K,
         comparison.max_users,
         comparison.seed,

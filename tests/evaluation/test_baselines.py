@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -19,7 +22,15 @@ from hier_pipeline.evaluation.baselines import (
     recommend,
     tune,
 )
+from hier_pipeline.evaluation.baselines.evaluate import FIT_BUDGET
 from hier_pipeline.evaluation.baselines.interactions import DAY
+from hier_pipeline.evaluation.baselines.profiles import (
+    NEGATIVE_WEIGHTS,
+    STAGE_RATIOS,
+    Profile,
+    profiled_grid,
+)
+from hier_pipeline.evaluation.baselines.recommender import Memo
 from hier_pipeline.ranking.metrics import UserItems
 from hier_pipeline.ranking.window import EvaluationWindow
 
@@ -78,6 +89,33 @@ def test_pair_weights_decay_by_half_life() -> None:
     assert history.popularity().tolist() == [1.0, 1.5]
 
 
+def test_a_profile_reweighs_stages_and_subtracts_not_interested() -> None:
+    history = replace(
+        events([(0, 1, 1.0, 1), (0, 2, 1.0, 0), (1, 2, 1.0, 1)], 2, 3),
+        negative_user=torch.tensor([0, 0]),
+        negative_item=torch.tensor([1, 0]),
+        negative_time=torch.tensor([BEFORE - DAY, BEFORE - DAY]),
+    )
+    target = history.with_profile(Profile(stage_ratio=0.0))
+    assert target.stage.tolist() == [1, 1] and target.weight.tolist() == [1.0, 1.0]
+    assert target.pair_weights().dense(torch.arange(2)).tolist() == [[0, 1, 0], [0, 0, 1]]
+    everything = history.with_profile(Profile(stage_ratio=0.5, negative=2.0))
+    assert everything.pair_weights().dense(torch.arange(2)).tolist() == [
+        [-2.0, 1.0 - 2.0, 0.5],
+        [0.0, 0.0, 1.0],
+    ]
+    assert history.pair_weights().dense(torch.arange(2)).tolist() == [[0, 1, 0.5], [0, 0, 1]]
+    assert history.popularity().tolist() == everything.popularity().tolist()
+
+
+def test_profiled_grid_crosses_every_profile_with_the_own_axes() -> None:
+    grid = profiled_grid({"a": (1, 2), "b": (3,)}, negatives=True)
+    assert len(grid) == len(STAGE_RATIOS) * len(NEGATIVE_WEIGHTS) * 2
+    first = {"profile": "target", "negative": 0.0, "b": 3}
+    assert grid[:2] == ({**first, "a": 1}, {**first, "a": 2})
+    assert {s["profile"] for s in profiled_grid({"a": (1,)})} == set(STAGE_RATIOS)
+
+
 def test_popularity_counts_only_the_recent_window() -> None:
     # Item 0 was the hit long ago, item 1 is the hit of the last week.
     old = [(u, 0, 60.0, 1) for u in range(4)]
@@ -99,9 +137,9 @@ def test_repeat_ranks_own_items_by_recency_then_popularity() -> None:
     assert ranked.tolist() == [[4, 3, 2, 0], [0, 2, 3, 4]]
 
 
-def test_itemknn_equals_hand_computed_cosine_with_top_neighbours() -> None:
+def test_itemknn_equals_hand_computed_shrunk_cosine_with_top_neighbours() -> None:
     rows = [(0, 0, 1.0, 1), (0, 1, 1.0, 1), (1, 0, 1.0, 1), (1, 1, 1.0, 1), (1, 2, 1.0, 1)]
-    rows += [(2, 2, 1.0, 1), (2, 3, 1.0, 0)]
+    rows += [(2, 2, 1.0, 1), (2, 3, 1.0, 0), (2, 2, 3.0, 1), (0, 0, 2.0, 1)]  # no ties
     history = events(rows, 3, 5)
     x = history.confidence().dense(torch.arange(3)).numpy().astype(np.float64)
     norm = np.linalg.norm(x, axis=0)
@@ -109,32 +147,49 @@ def test_itemknn_equals_hand_computed_cosine_with_top_neighbours() -> None:
         x.T @ x, np.outer(norm, norm), out=np.zeros((5, 5)), where=norm[:, None] * norm > 0
     )
     np.fill_diagonal(cosine, 0.0)
-    for neighbours in (1, 5):
-        kept = np.zeros_like(cosine)
+    both = (x > 0).T.astype(np.float64) @ (x > 0)
+    memo = Memo()  # shared: the deeper fit's similarities serve the shallower one
+    for shrink, neighbours, self_weight in [
+        (0.0, 5, 0.0),
+        (0.0, 1, 0.0),
+        (2.0, 5, 0.5),
+        (2.0, 2, 1),
+    ]:
+        shrunk = cosine * both / np.maximum(both + shrink, 1e-9)
+        kept = np.zeros_like(shrunk)
         for j in range(5):
-            top = np.argsort(-cosine[j], kind="stable")[:neighbours]
-            kept[j, top] = cosine[j, top]
-        knn = ItemKNN(neighbours=neighbours, chunk=2)
-        knn.fit(history)
-        np.testing.assert_allclose(knn.score(torch.arange(3)).numpy(), x @ kept, atol=1e-6)
+            top = np.argsort(-shrunk[j], kind="stable")[:neighbours]
+            kept[j, top] = shrunk[j, top]
+        expected = x @ kept + self_weight * x
+        for knn in (
+            ItemKNN(neighbours, shrink, self_weight, chunk=2),
+            ItemKNN(neighbours, shrink, self_weight, chunk=2, memo=memo),
+        ):
+            knn.fit(history)
+            np.testing.assert_allclose(knn.score(torch.arange(3)).numpy(), expected, atol=1e-6)
 
 
-def test_ease_equals_the_numpy_closed_form() -> None:
+def test_ease_equals_the_numpy_closed_form_plus_buy_again() -> None:
     rng = np.random.default_rng(0)
     rows = [(u, i, 1.0, 1) for u in range(6) for i in range(5) if rng.random() < 0.5]
     history = events([*rows, (0, 5, 1.0, 1)], 6, 7)  # item 5: one user; item 6: none
-    ease = EASE(l2=2.0, max_items=5)
-    ease.fit(history)
     x = history.confidence().dense(torch.arange(6)).numpy().astype(np.float64)
-    columns = ease.columns.tolist()
-    assert sorted(columns) == [0, 1, 2, 3, 4]  # the five items with most users
-    sub = x[:, columns]
-    p = np.linalg.inv(sub.T @ sub + 2.0 * np.eye(5))
-    b = -p / np.diag(p)
-    np.fill_diagonal(b, 0.0)
-    scores = ease.score(torch.arange(6)).numpy()
-    np.testing.assert_allclose(scores[:, columns], sub @ b, atol=1e-4)
-    assert (scores[:, [5, 6]] == UNSCORED).all()
+    memo = Memo()  # shared: one Gram matrix, one inverse per lambda
+    for l2, repeat_weight in [(2.0, 0.0), (2.0, 0.5), (20.0, 0.5)]:
+        ease = EASE(l2=l2, repeat_weight=repeat_weight, max_items=5, memo=memo)
+        ease.fit(history)
+        columns = ease.columns.tolist()
+        assert sorted(columns) == [0, 1, 2, 3, 4]  # the five items with most users
+        sub = x[:, columns]
+        p = np.linalg.inv(sub.T @ sub + l2 * np.eye(5))
+        b = -p / np.diag(p)
+        np.fill_diagonal(b, 0.0)
+        scores = ease.score(torch.arange(6)).numpy()
+        np.testing.assert_allclose(scores[:, columns], sub @ b + repeat_weight * sub, atol=1e-4)
+        assert (scores[1:, [5, 6]] == UNSCORED).all() and scores[0, 6] == UNSCORED
+        assert scores[0, 5] == (
+            pytest.approx(repeat_weight * x[0, 5]) if repeat_weight else UNSCORED
+        )
 
 
 def test_content_knn_scores_cold_items_by_their_content() -> None:
@@ -194,3 +249,35 @@ def test_tune_keeps_the_setting_best_on_the_window() -> None:
     result = tune(lambda s: Popularity(**s), grid, history, window, exclude_seen=False)
     assert result.best == {"window_days": 7.0}
     assert [score for _, score in result.scores] == pytest.approx([0.5, 1.0, 1.0])
+
+
+def test_a_trained_baseline_scores_the_same_on_a_busy_machine() -> None:
+    """A step budget, not a wall clock: the same seed and steps give the same scores whether the
+    machine is idle or another thread keeps it busy (a seconds cap would cut the busy fit short)."""
+    rows = [(u, i, 1.0, 1) for u in range(8) for i in range(8) if (u + i) % 3 == 0]
+    history = events(rows, 8, 8)
+
+    def fitted() -> torch.Tensor:
+        model = LightGCNRecommender(
+            torch.zeros(8, dtype=torch.long), dim=8, budget=FitBudget(steps=30), batch_size=32
+        )
+        model.fit(history)
+        return model.score(torch.arange(8))
+
+    idle = fitted()
+    stop = threading.Event()
+
+    def spin() -> None:  # its own generator: the fit seeds the global one
+        matrix = torch.randn(256, 256, generator=torch.Generator().manual_seed(0))
+        while not stop.is_set():
+            matrix = torch.tanh(matrix @ matrix)
+
+    busy = threading.Thread(target=spin)
+    busy.start()
+    try:
+        loaded = fitted()
+    finally:
+        stop.set()
+        busy.join()
+    assert torch.equal(idle, loaded)
+    assert FIT_BUDGET.seconds is None  # the evaluation's default budget is steps alone

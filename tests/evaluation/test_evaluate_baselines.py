@@ -16,6 +16,7 @@ from hier_pipeline.evaluation.baselines import (
     repeat_rate,
     warm_window,
 )
+from hier_pipeline.evaluation.baselines.profiles import STAGE_RATIOS
 from hier_pipeline.ranking.window import target_window
 
 
@@ -88,7 +89,8 @@ def test_every_baseline_runs_end_to_end(synthetic_pipeline) -> None:
             else:
                 assert 0.0 <= value <= 1.0, (name, metric)
         assert result.settings[name] in BASELINES[name].grid
-        assert len(result.tuning[name].scores) == len(BASELINES[name].grid)
+        assert result.settings[name]["profile"] in STAGE_RATIOS  # the chosen profile is shown
+        assert len(result.tuning[name].scores) == len(BASELINES[name].grid)  # negatives exist
 
 
 def test_graphsage_is_deterministic_under_a_seed(synthetic_pipeline) -> None:

@@ -1,7 +1,8 @@
 """Baselines scored on the same split, window and candidates as the model (`evaluate_baselines`).
 
 Each baseline is a `Recommender` (fit on `Interactions`, score every item for a batch of users);
-`recommend` ranks all of them the same way and `tune` gives each the same small grid.
+`recommend` ranks all of them the same way and `tune` tries each one's grid, which always includes
+the profiles (`profiles.py`: which funnel stages build a user's profile).
 """
 
 from hier_pipeline.evaluation.baselines.content_knn import ContentKNN, item_vectors
@@ -17,10 +18,13 @@ from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMa
 from hier_pipeline.evaluation.baselines.itemknn import ItemKNN
 from hier_pipeline.evaluation.baselines.lightgcn import LightGCNRecommender
 from hier_pipeline.evaluation.baselines.popularity import Popularity, popularity_metrics
+from hier_pipeline.evaluation.baselines.profiles import Profile, profiled_grid
 from hier_pipeline.evaluation.baselines.protocol import repeat_rate, warm_window
 from hier_pipeline.evaluation.baselines.recommender import (
     UNSCORED,
     FitBudget,
+    Memo,
+    Profiled,
     Recommender,
     recommend,
 )
@@ -40,8 +44,11 @@ __all__ = [
     "Interactions",
     "ItemKNN",
     "LightGCNRecommender",
+    "Memo",
     "PairMatrix",
     "Popularity",
+    "Profile",
+    "Profiled",
     "Recommender",
     "Repeat",
     "TuningResult",
@@ -49,6 +56,7 @@ __all__ = [
     "fit_and_rank",
     "item_vectors",
     "popularity_metrics",
+    "profiled_grid",
     "recommend",
     "repeat_rate",
     "tune",

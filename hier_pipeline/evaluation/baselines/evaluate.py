@@ -2,9 +2,13 @@
 
 Protocol, in order:
   1. Tuning: history = interactions before t0 = t1 - (t2 - t1); window = [t0, t1), as long as the
-     real one, with its warm users (below). Each baseline fits its grid's settings (`BASELINES`,
-     three each) there and keeps the best MAP@10. Trained baselines (lightgcn, graphsage) get the
-     same `FitBudget` per fit (default 1000 steps, cut at 120 s).
+     real one, with its warm users (below). Each baseline fits its grid's settings (`BASELINES`:
+     every profile of `profiles.py`, which stages build a user's profile and whether "not
+     interested" subtracts, times the baseline's own axes; settings with a negative weight are
+     skipped when the tuning history has no negative event, since they would repeat others) there
+     and keeps the best MAP@10. Trained baselines (lightgcn, graphsage) get the same `FitBudget`
+     per fit (default 1000 steps, no wall clock: the same seed gives the same score on a loaded
+     machine or an idle one).
   2. Candidates: every item of the item table. Whether a user's already-bought items stay
      candidates is decided on the tuning window: if fewer than 5% of its target-stage events repeat
      an earlier (user, item) pair (`repeat_rate`), seen items are excluded, else kept.
@@ -36,13 +40,14 @@ from hier_pipeline.evaluation.baselines.interactions import Interactions
 from hier_pipeline.evaluation.baselines.itemknn import ItemKNN
 from hier_pipeline.evaluation.baselines.lightgcn import LightGCNRecommender
 from hier_pipeline.evaluation.baselines.popularity import Popularity
+from hier_pipeline.evaluation.baselines.profiles import PROFILE_KEYS, profile_of, profiled_grid
 from hier_pipeline.evaluation.baselines.protocol import (
     REPEAT_THRESHOLD,
     keep_items,
     repeat_rate,
     warm_window,
 )
-from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
+from hier_pipeline.evaluation.baselines.recommender import FitBudget, Memo, Profiled, Recommender
 from hier_pipeline.evaluation.baselines.repeat import Repeat
 from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit_and_rank, tune
 from hier_pipeline.graph.build import RelationalGraph
@@ -51,7 +56,8 @@ from hier_pipeline.ranking.metrics import UserItems, ranking_metrics
 from hier_pipeline.ranking.window import EvaluationWindow
 
 COLD_K = 50
-FIT_BUDGET = FitBudget(steps=1000, seconds=120.0)  # per fit of a trained baseline
+EASE_MAX_ITEMS = 10_000  # EASE's item subset (see `EASE`)
+FIT_BUDGET = FitBudget(steps=1000)  # per fit of a trained baseline
 
 
 # A model trained before the evaluation: built for the final window (its users), not refit.
@@ -67,13 +73,21 @@ class Context:
     budget: FitBudget
     seed: int
     ease_max_items: int
+    memo: Memo = field(default_factory=Memo)  # shared by the settings of a grid, see `Memo`
 
 
 @dataclass(frozen=True)
 class Baseline:
+    """`build` makes the recommender of the baseline's own settings; `grid` (a `profiled_grid`)
+    adds the profile, which `profiled` applies around it."""
+
     build: Callable[[Context, Setting], Recommender]
     grid: tuple[Setting, ...]
     trained: bool = False  # optimised by gradient steps under the `FitBudget`: minutes, not seconds
+
+    def profiled(self, context: Context, setting: Setting) -> Recommender:
+        own = {key: value for key, value in setting.items() if key not in PROFILE_KEYS}
+        return Profiled(self.build(context, own), profile_of(setting), context.memo)
 
 
 def _content_knn(context: Context, setting: Setting) -> Recommender:
@@ -91,39 +105,57 @@ def _graphsage(context: Context, setting: Setting) -> Recommender:
     )
 
 
+# Own axes: orders that make consecutive settings share a memo (ItemKNN's deepest neighbour
+# count first; EASE's lambda before the blend). EASE's lambda spans 0.1-1000 (best between 0.2 and
+# 5 on log1p counts on Complete Journey, collapsing at >= 100; larger on dense synthetic worlds).
 BASELINES: dict[str, Baseline] = {
     "popularity": Baseline(
-        lambda _, s: Popularity(**s),
-        ({"window_days": 7.0}, {"window_days": 28.0}, {"window_days": None}),
+        lambda _, s: Popularity(**s), profiled_grid({"window_days": (7.0, 14.0, 28.0, 56.0, None)})
     ),
     "repeat": Baseline(
         lambda _, s: Repeat(**s),
-        ({"half_life_days": 15.0}, {"half_life_days": 60.0}, {"half_life_days": 240.0}),
+        profiled_grid({"half_life_days": (15.0, 60.0, 240.0)}, negatives=True),
     ),
     "itemknn": Baseline(
-        lambda _, s: ItemKNN(**s), ({"neighbours": 20}, {"neighbours": 100}, {"neighbours": 400})
+        lambda c, s: ItemKNN(memo=c.memo, **s),
+        profiled_grid(
+            {"shrink": (0.0, 10.0), "neighbours": (400, 100, 20), "self_weight": (0.0, 1.0)},
+            negatives=True,
+        ),
     ),
     "ease": Baseline(
-        lambda c, s: EASE(max_items=c.ease_max_items, **s),
-        ({"l2": 5.0}, {"l2": 50.0}, {"l2": 500.0}),
+        lambda c, s: EASE(max_items=c.ease_max_items, memo=c.memo, **s),
+        profiled_grid(
+            {"l2": (0.1, 1.0, 10.0, 100.0, 1000.0), "repeat_weight": (0.0, 0.5, 2.0)},
+            negatives=True,
+        ),
     ),
     "content_knn": Baseline(
         _content_knn,
-        ({"half_life_days": 7.0}, {"half_life_days": 30.0}, {"half_life_days": None}),
+        profiled_grid({"half_life_days": (7.0, 30.0, None)}, negatives=True),
     ),
-    "lightgcn": Baseline(
-        _lightgcn, ({"num_layers": 1}, {"num_layers": 2}, {"num_layers": 3}), trained=True
-    ),
+    "lightgcn": Baseline(_lightgcn, profiled_grid({"num_layers": (1, 2, 3)}), trained=True),
     "graphsage": Baseline(
-        _graphsage,
-        ({"temperature": 0.05}, {"temperature": 0.1}, {"temperature": 0.2}),
-        trained=True,
+        _graphsage, profiled_grid({"temperature": (0.05, 0.1, 0.2)}), trained=True
     ),
 }
 # What a quick comparison runs: the closed-form and counting baselines, seconds each. The trained
 # ones took 15 of the 16 evaluation minutes of the synthetic demo and lose to EASE and ItemKNN on
 # both datasets measured (README, Evaluation).
 QUICK_BASELINES = tuple(name for name, baseline in BASELINES.items() if not baseline.trained)
+
+
+def tuned(
+    name: str,
+    setting: Setting,
+    graph: RelationalGraph,
+    content: Mapping[str, Mapping[str, Tensor]],
+    budget: FitBudget = FIT_BUDGET,
+    seed: int = 0,
+) -> Recommender:
+    """The recommender `evaluate_baselines` builds for `name` at `setting` (its tuned one), anew:
+    to serve users the evaluation did not rank, e.g. cold ones."""
+    return BASELINES[name].profiled(Context(graph, content, budget, seed, EASE_MAX_ITEMS), setting)
 
 
 @dataclass
@@ -158,7 +190,7 @@ def evaluate_baselines(
     max_users: int = 1000,
     seed: int = 0,
     budget: FitBudget = FIT_BUDGET,
-    ease_max_items: int = 10_000,
+    ease_max_items: int = EASE_MAX_ITEMS,
     progress: Callable[[str], None] | None = None,
     fitted: Mapping[str, Fitted] | None = None,
 ) -> BaselineEvaluation:
@@ -199,19 +231,27 @@ def evaluate_baselines(
         started = time.perf_counter()
         baseline = BASELINES[name]
         tuning = tune(
-            partial(baseline.build, context),
-            baseline.grid,
+            partial(baseline.profiled, context),
+            tuning_grid(baseline.grid, tune_history),
             tune_history,
             tune_window,
             result.exclude_seen,
             k=ks[0],
         )
         result.tuning[name] = tuning
-        score(name, baseline.build(context, tuning.best), started, f" with {tuning.best}")
+        score(name, baseline.profiled(context, tuning.best), started, f" with {tuning.best}")
     for name, build in fitted.items():
         started = time.perf_counter()
         score(name, build(window), started)
     return result
+
+
+def tuning_grid(grid: Sequence[Setting], history: Interactions) -> list[Setting]:
+    """The grid less its negative-feedback settings where `history` has no negative event (they
+    would fit exactly what the same setting without them fits)."""
+    if len(history.negative_user):
+        return list(grid)
+    return [setting for setting in grid if not setting.get("negative")]
 
 
 def window_metrics(

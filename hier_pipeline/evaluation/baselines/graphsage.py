@@ -76,10 +76,13 @@ class GraphSAGERecommender:
     it (cold items from their own columns and content alone).
 
     Training: each step draws `batch_size` interactions with probability proportional to their
-    stage weight, embeds each user and item as of the event's time (the event itself and anything
-    later are invisible to the temporal sampler), and minimises the in-batch sampled softmax
-    (other events' items are the negatives; copies of the positive item are masked) at
-    `temperature`, with Adam, for the `budget`.
+    weight (the profile's: a target-heavy profile oversamples the target stage), embeds each user
+    and item as of the event's time (the event itself and anything later are invisible to the
+    temporal sampler), and minimises the in-batch sampled softmax (other events' items are the
+    negatives; copies of the positive item are masked) at `temperature`, with Adam, for the
+    `budget`. In-batch negatives are drawn as often as items are positives, so without a
+    correction popular items are pushed down in proportion to their popularity; each logit
+    subtracts log q(item), the item's sampling probability (Yi et al., RecSys 2019, logQ).
     """
 
     def __init__(
@@ -117,12 +120,13 @@ class GraphSAGERecommender:
         )
         optimizer = torch.optim.Adam(model.parameters(), lr=self.learning_rate)
         model.train()
+        log_q = (history.popularity() / history.weight.sum()).log()
         for _ in self.budget.steps_left() if len(history.user) else ():
             event = torch.multinomial(history.weight, self.batch_size, True, generator=generator)
             item, when = history.item[event], history.time[event]
             users = self._embed(meta.user_type, history.user[event], when)
             items = self._embed(meta.item_type, item, when)
-            logits = users @ items.T / self.temperature
+            logits = users @ items.T / self.temperature - log_q[item]
             same_item = (item.unsqueeze(1) == item.unsqueeze(0)).fill_diagonal_(False)
             loss = F.cross_entropy(
                 logits.masked_fill(same_item, -torch.inf), torch.arange(len(item))

@@ -1,24 +1,31 @@
 """The training-time events every baseline learns from, extracted once from the graph.
 
 An interaction is a positive funnel event (user, item, time, stage) strictly before a cutoff;
-explicit "not interested" feedback is left out (no baseline here can use it as a positive). Each
-event weighs ``w_s = ratio ** (S - 1 - s)`` (``default_stage_weights``: the target stage 1.0, each
-shallower stage x0.3, so an impression counts 0.027 of a purchase in a 4-stage funnel): deeper
-stages say more about what a user wants, shallow ones still help where deep ones are rare.
+explicit "not interested" events are kept apart (`negative_user`, `negative_item`,
+`negative_time`): they are never positives, and count only where a profile gives them a weight.
+Each event weighs ``w_s = ratio ** (S - 1 - s)`` (``default_stage_weights``: the target stage 1.0,
+each shallower stage x0.3, so an impression counts 0.027 of a purchase in a 4-stage funnel);
+`with_profile` reweighs them for one baseline's fit (`profiles.py`), while tie-breaks and seen
+items keep coming from the unweighted history, so every profile is judged the same way.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import torch
 from torch import Tensor
 
+from hier_pipeline.evaluation.baselines.profiles import Profile
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.model.losses import default_stage_weights
 from hier_pipeline.ranking.metrics import UserItems
 
 DAY = 86_400
+
+
+def _no_events() -> Tensor:
+    return torch.zeros(0, dtype=torch.long)
 
 
 def sparse(rows: Tensor, cols: Tensor, values: Tensor, shape: tuple[int, int]) -> Tensor:
@@ -79,11 +86,13 @@ class PairMatrix:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # identity equality: a history names one fit's data (`Memo`)
 class Interactions:
-    """Positive events before `before`, in graph node ids.
+    """Positive events before `before`, in graph node ids, and the "not interested" ones apart.
 
-    Shapes: user, item, time, stage [E] long; weight [E] float32 (the stage's weight).
+    Shapes: user, item, time, stage [E] long; weight [E] float32 (the stage's weight);
+    negative_user, negative_item, negative_time [N] long. `negative_weight`: what each negative
+    event subtracts from its pair in `pair_weights` (0: ignored).
     """
 
     user: Tensor
@@ -95,18 +104,24 @@ class Interactions:
     num_items: int
     num_stages: int
     before: int
+    negative_user: Tensor = field(default_factory=_no_events)
+    negative_item: Tensor = field(default_factory=_no_events)
+    negative_time: Tensor = field(default_factory=_no_events)
+    negative_weight: float = 0.0
 
     @classmethod
     def from_graph(
         cls, graph: RelationalGraph, before: int, stage_weights: Tensor | None = None
     ) -> Interactions:
-        """Every funnel event of the `engaged` edges before `before`, negatives excluded.
+        """Every funnel event of the `engaged` edges before `before`, negatives kept apart.
 
         `stage_weights` [S] defaults to `default_stage_weights(S)` (see the module doc).
         """
         meta, data = graph.metadata, graph.data
         engaged = data[meta.engaged]
-        keep = (engaged.edge_time < before) & (engaged.edge_stage >= 0) & ~engaged.edge_negative
+        past = engaged.edge_time < before
+        keep = past & (engaged.edge_stage >= 0) & ~engaged.edge_negative
+        negative = past & engaged.edge_negative
         weights = (
             default_stage_weights(len(meta.stages)) if stage_weights is None else stage_weights
         )
@@ -121,24 +136,51 @@ class Interactions:
             num_items=int(data[meta.item_type].num_nodes),
             num_stages=len(meta.stages),
             before=before,
+            negative_user=engaged.edge_index[0, negative],
+            negative_item=engaged.edge_index[1, negative],
+            negative_time=engaged.edge_time[negative],
+        )
+
+    def with_profile(self, profile: Profile) -> Interactions:
+        """The same events weighed by `profile`; events of a stage it weighs 0 are dropped (so a
+        target-only profile is the target stage's events alone, for co-occurrence as well)."""
+        weight = profile.stage_weights(self.num_stages)[self.stage]
+        keep = weight > 0
+        return replace(
+            self,
+            user=self.user[keep],
+            item=self.item[keep],
+            time=self.time[keep],
+            stage=self.stage[keep],
+            weight=weight[keep],
+            negative_weight=profile.negative,
         )
 
     def pair_weights(self, half_life_days: float | None = None) -> PairMatrix:
         """Sum over each (user, item) pair's events of weight x 2^(-age / half-life), age counted
-        back from `before`; without a half-life, no decay.
+        back from `before`, minus `negative_weight` (decayed alike) per "not interested" event;
+        without a half-life, no decay. A pair can be negative.
         """
+        user, item, time = self.user, self.item, self.time
         weight = self.weight
+        if self.negative_weight and len(self.negative_user):
+            user = torch.cat([user, self.negative_user])
+            item = torch.cat([item, self.negative_item])
+            time = torch.cat([time, self.negative_time])
+            negative = torch.full((len(self.negative_user),), -self.negative_weight)
+            weight = torch.cat([weight, negative])
         if half_life_days is not None:
-            age_days = (self.before - self.time).double() / DAY
+            age_days = (self.before - time).double() / DAY
             weight = weight * torch.exp2(-age_days / half_life_days).float()
-        return PairMatrix.from_events(self.user, self.item, weight, self.num_users, self.num_items)
+        return PairMatrix.from_events(user, item, weight, self.num_users, self.num_items)
 
     def confidence(self) -> PairMatrix:
-        """log1p of the undecayed pair weights: repeats count, with diminishing returns (grocery
-        baskets repeat staples dozens of times). The matrix the collaborative baselines factorise.
+        """log1p of the undecayed pair weights (sign kept for negative pairs): repeats count, with
+        diminishing returns (grocery baskets repeat staples dozens of times). The matrix the
+        collaborative baselines factorise (its positive part) and score from.
         """
         pairs = self.pair_weights()
-        return pairs.with_values(pairs.value.log1p())
+        return pairs.with_values(pairs.value.sign() * pairs.value.abs().log1p())
 
     def popularity(self) -> Tensor:
         """Summed event weight per item. Shapes: -> [num_items] float32."""

@@ -1,67 +1,118 @@
 """ItemKNN (Sarwar et al. 2001; Deshpande & Karypis 2004): items like the ones the user engaged with,
-"like" meaning cosine similarity of their columns in the user x item confidence matrix."""
+"like" meaning cosine similarity of their columns in the user x item confidence matrix, shrunk
+towards 0 where few users back it (Koren 2008), plus the user's own items (buy again)."""
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMatrix, sparse
+from hier_pipeline.evaluation.baselines.recommender import Memo
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """Each item's most similar items, best first. Shapes: item, other, similarity, rank [N]."""
+
+    item: Tensor
+    other: Tensor
+    similarity: Tensor
+    rank: Tensor  # 0 for an item's most similar other item
+    depth: int  # at most this many per item
+
+    def transposed(self, neighbours: int, num_items: int) -> Tensor:
+        """S^T with each item's `neighbours` best kept: sparse [items, items]."""
+        keep = self.rank < neighbours
+        return sparse(self.other[keep], self.item[keep], self.similarity[keep], (num_items,) * 2)
 
 
 class ItemKNN:
-    """score(u, i) = sum_j x_uj S_ji, with S_ji = cos(x_:j, x_:i) kept for the `neighbours` most
-    similar items i of each item j (0 elsewhere and on the diagonal); x = `confidence()`.
+    """score(u, i) = sum_j x_uj S_ji + self_weight x_ui, with S_ji = cos(x_:j, x_:i) n / (n + shrink)
+    (n the users with both, x+ the positive part of x) kept for the `neighbours` most similar items
+    i of each item j (0 elsewhere and on the diagonal); x = `confidence()`, negative where "not
+    interested" outweighs, which then pushes similar items down.
 
     Similarities are computed `chunk` items at a time, as a sparse product (only pairs of items
     that share a user cost anything) written into a chunk x items block for the top-N, so 92k
-    items never need an items x items matrix.
+    items never need an items x items matrix. They depend on the history and `shrink` alone, so a
+    grid's settings share them through `memo` (the deepest first, the others truncate it).
     """
 
-    def __init__(self, neighbours: int = 50, chunk: int = 1024) -> None:
-        self.neighbours = neighbours
+    def __init__(
+        self,
+        neighbours: int = 50,
+        shrink: float = 0.0,
+        self_weight: float = 0.0,
+        chunk: int = 1024,
+        memo: Memo | None = None,
+    ) -> None:
+        self.neighbours, self.shrink, self.self_weight = neighbours, shrink, self_weight
         self.chunk = chunk
+        self.memo = memo or Memo()
         self.pairs: PairMatrix | None = None
         self.similarity_t = torch.zeros(0, 0).to_sparse()  # S^T, sparse [items, items]
 
     def fit(self, history: Interactions) -> None:
         self.pairs = pairs = history.confidence()
+        table = self.memo.get(
+            "itemknn",
+            (history, self.shrink),
+            lambda: self._neighbours(pairs),
+            enough=lambda table: table.depth >= self.neighbours,
+        )
+        self.similarity_t = table.transposed(self.neighbours, pairs.num_items)
+
+    def _neighbours(self, pairs: PairMatrix) -> Neighbours:
         num_users, num_items = pairs.num_users, pairs.num_items
-        norm = torch.zeros(num_items).index_add_(0, pairs.item, pairs.value.square()).sqrt()
+        value = pairs.value.clamp(min=0.0)
+        norm = torch.zeros(num_items).index_add_(0, pairs.item, value.square()).sqrt()
         by_item = sparse(
-            pairs.item, pairs.user, pairs.value / norm[pairs.item], (num_items, num_users)
+            pairs.item,
+            pairs.user,
+            value / norm[pairs.item].clamp(min=1e-30),
+            (num_items, num_users),
         )  # sorted by item, then user
+        blocks = [(by_item, False)] + ([(by_item.sign(), True)] if self.shrink else [])
         entry_item, entry_user = by_item.indices()
         active = (norm > 0).nonzero().flatten()
+        depth = min(self.neighbours, num_items)
         none = torch.zeros(0, dtype=torch.long)
-        rows, cols, sims = [none], [none], [torch.zeros(0)]
+        rows, cols, sims, ranks = [none], [none], [torch.zeros(0)], [none]
         for start in range(0, len(active), self.chunk):
             items = active[start : start + self.chunk]
             lo, hi = torch.searchsorted(entry_item, torch.stack([items[0], items[-1] + 1])).tolist()
-            block = sparse(
-                entry_user[lo:hi],
-                torch.searchsorted(items, entry_item[lo:hi]),
-                by_item.values()[lo:hi],
-                (num_users, len(items)),
-            )
-            with warnings.catch_warnings():  # sparse x sparse goes through beta CSR internally
-                warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-                product = torch.sparse.mm(by_item, block).coalesce()  # co-occurring pairs only
-            other, mine = product.indices()
+            local = torch.searchsorted(items, entry_item[lo:hi])
             similarity = torch.zeros(len(items), num_items)
-            similarity[mine, other] = product.values()
+            for matrix, counting in blocks:  # cosines, then (with shrink) co-occurrence counts
+                block = sparse(
+                    entry_user[lo:hi], local, matrix.values()[lo:hi], (num_users, len(items))
+                )
+                with warnings.catch_warnings():  # sparse x sparse goes through beta CSR internally
+                    warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+                    product = torch.sparse.mm(matrix, block).coalesce()  # co-occurring pairs only
+                other, mine = product.indices()
+                if counting:
+                    count = product.values()
+                    similarity[mine, other] *= count / (count + self.shrink)
+                else:
+                    similarity[mine, other] = product.values()
             similarity[torch.arange(len(items)), items] = 0.0
-            top = similarity.topk(min(self.neighbours, num_items), dim=1)
+            top = similarity.topk(depth, dim=1)
             keep = top.values > 0
             rows.append(items.unsqueeze(1).expand_as(keep)[keep])
             cols.append(top.indices[keep])
             sims.append(top.values[keep])
-        self.similarity_t = sparse(
-            torch.cat(cols), torch.cat(rows), torch.cat(sims), (num_items, num_items)
+            ranks.append(torch.arange(depth).expand_as(keep)[keep])
+        return Neighbours(
+            torch.cat(rows), torch.cat(cols), torch.cat(sims), torch.cat(ranks), depth
         )
 
     def score(self, users: Tensor) -> Tensor:
         assert self.pairs is not None, "fit first"
-        return torch.sparse.mm(self.similarity_t, self.pairs.dense(users).T).T
+        own = self.pairs.dense(users)
+        scores = torch.sparse.mm(self.similarity_t, own.T).T
+        return scores + self.self_weight * own if self.self_weight else scores

@@ -12,10 +12,11 @@ from hier_pipeline.ranking.window import EvaluationWindow
 
 
 class Popularity:
-    """score(u, i) = item i's target-stage events in the last `window_days` before the cutoff (all
-    history when None): what is popular now, for the behaviour being predicted. `recommend` breaks
-    ties by all-stage popularity. Counting every stage instead, weighted, drowns a rare target in
-    its parent stage: on Complete Journey, ordinary purchases outnumber coupon purchases 76:1.
+    """score(u, i) = item i's summed event weight in the last `window_days` before the cutoff (all
+    history when None): what is popular now. Which stages count is the profile's (`Profiled`): the
+    target stage alone is what is being predicted, while every stage at the default ratio drowns a
+    rare target in its parent stage (on Complete Journey, ordinary purchases outnumber coupon
+    purchases 76:1). `recommend` breaks ties by all-stage popularity.
     """
 
     def __init__(self, window_days: float | None = 28.0) -> None:
@@ -23,10 +24,12 @@ class Popularity:
         self.counts = torch.zeros(0)
 
     def fit(self, history: Interactions) -> None:
-        recent = history.stage == history.num_stages - 1
+        recent = torch.ones_like(history.item, dtype=torch.bool)
         if self.window_days is not None:
-            recent &= history.time >= history.before - self.window_days * DAY
-        self.counts = torch.bincount(history.item[recent], minlength=history.num_items).float()
+            recent = history.time >= history.before - self.window_days * DAY
+        self.counts = torch.zeros(history.num_items).index_add_(
+            0, history.item[recent], history.weight[recent]
+        )
 
     def score(self, users: Tensor) -> Tensor:
         return self.counts.expand(len(users), -1)

@@ -4,20 +4,22 @@ one ranking function that turns those scores into top-k lists the same way for a
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 import torch
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
+from hier_pipeline.evaluation.baselines.profiles import Profile
 from hier_pipeline.ranking.metrics import UserItems
 
 # The score of an item a model cannot score at all (unknown to a collaborative model, outside
 # EASE's item subset): below every real score, and still ordered by the popularity tie-break.
 UNSCORED = -1e30
 _EXCLUDED = torch.iinfo(torch.int64).min
+T = TypeVar("T")
 
 
 class Recommender(Protocol):
@@ -48,6 +50,49 @@ class FitBudget:
 
 
 DEFAULT_BUDGET = FitBudget()
+
+
+class Memo:
+    """What consecutive settings of a grid share (a profiled history, ItemKNN's similarities,
+    EASE's Gram matrix), computed once: one value per slot, recomputed when the slot's key changes,
+    so memory stays one value per slot however long the grid. Keys compare by identity for
+    histories (`Interactions` has identity equality) and by value for numbers."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, tuple[tuple[Any, ...], Any]] = {}
+
+    def get(
+        self,
+        slot: str,
+        key: tuple[Any, ...],
+        compute: Callable[[], T],
+        enough: Callable[[T], bool] = lambda _: True,
+    ) -> T:
+        """The slot's value if its key is `key` and it is `enough`, else `compute()` stored."""
+        held = self._slots.get(slot)
+        if held is not None and held[0] == key and enough(held[1]):
+            value: T = held[1]
+            return value
+        value = compute()
+        self._slots[slot] = (key, value)
+        return value
+
+
+class Profiled:
+    """A recommender fit on its history reweighed by a `Profile` (`Interactions.with_profile`);
+    `recommend`'s tie-break and seen items still come from the history as given."""
+
+    def __init__(self, recommender: Recommender, profile: Profile, memo: Memo) -> None:
+        self.recommender, self.profile, self.memo = recommender, profile, memo
+
+    def fit(self, history: Interactions) -> None:
+        key = (history, self.profile)
+        self.recommender.fit(
+            self.memo.get("profile", key, lambda: history.with_profile(self.profile))
+        )
+
+    def score(self, users: Tensor) -> Tensor:
+        return self.recommender.score(users)
 
 
 def recommend(

@@ -11,8 +11,9 @@ from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMa
 
 
 class Repeat:
-    """score(u, i) = sum over u's events on i of stage weight x 2^(-age / half_life_days); items the
-    user never touched score 0 and fall back to popularity through `recommend`'s tie-break."""
+    """score(u, i) = sum over u's events on i of stage weight x 2^(-age / half_life_days), less
+    the profile's weight per "not interested" event; items the user never touched score 0 and fall
+    back to popularity through `recommend`'s tie-break."""
 
     def __init__(self, half_life_days: float = 30.0) -> None:
         self.half_life_days = half_life_days

@@ -1,5 +1,5 @@
-"""Equal-effort tuning: every baseline tries its own small grid (three settings each) on the same
-validation window before t1, and keeps the setting with the best MAP@10 there."""
+"""Equal-effort tuning: every baseline tries its grid (every profile of `profiles.py` times its own
+axes) on the same validation window before t1, and keeps the setting with the best MAP@10 there."""
 
 from __future__ import annotations
 
