@@ -28,7 +28,7 @@ from hier_pipeline.dataset.rules import (
 )
 from hier_pipeline.dataset.schema import check_against_files, read_schemas
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
-from hier_pipeline.dataset.sql import count_rows, open_database, quote
+from hier_pipeline.dataset.sql import count_rows, open_database, predicate, quote
 from hier_pipeline.dataset.staging import QUARANTINE_DDL, stage_file, topological_order
 from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.files.lock import exclusive_lock
@@ -97,6 +97,7 @@ def _load_into(
         if reports[table.name].accepted == 0 and _is_required(spec, table.name):
             raise DatasetError(_nothing_accepted(connection, reports[table.name]), table=table.name)
         loaded.add(table.name)
+    _require_target_events(connection, spec, reports[spec.target_stage.table])
     for table in spec.tables.values():
         if table.implicit:
             reports[table.name] = _build_implicit(connection, spec, table, schemas)
@@ -112,11 +113,37 @@ def _load_into(
 
 
 def _nothing_accepted(connection: duckdb.DuckDBPyConnection, report: TableReport) -> str:
-    """Why a table that the roles or the funnel need ended up empty: its counts by reason and
-    the first quarantined rows, since the database that holds them is not kept."""
+    """Why a table that the roles or the funnel need ended up empty."""
     need = "the user/item roles or a funnel stage need it"
     if report.read == 0:
         return f"the table has no rows, but {need}"
+    return (
+        f"all {report.read} rows were quarantined, but {need}: {_quarantined(connection, report)}"
+    )
+
+
+def _require_target_events(
+    connection: duckdb.DuckDBPyConnection, spec: DatasetSpec, report: TableReport
+) -> None:
+    """The model learns to predict the funnel's last stage: a load with none of its events would
+    pass ingest and fail at training ("too few target-stage events")."""
+    stage = spec.target_stage
+    events = connection.sql(f"SELECT * FROM raw.{quote(stage.table)}")
+    if stage.where is not None:
+        events = events.filter(predicate(stage.where, table=stage.table))
+    if not events.limit(1).fetchall():
+        raise DatasetError(
+            f"no accepted row is an event of the target stage '{stage.name}'"
+            f" (where: {stage.where}): {_quarantined(connection, report)}",
+            table=stage.table,
+        )
+
+
+def _quarantined(connection: duckdb.DuckDBPyConnection, report: TableReport) -> str:
+    """The table's quarantine counts by reason and its first rows' messages, for an error: the
+    database that holds them is not kept."""
+    if not report.quarantined:
+        return "no row of the table was quarantined"
     reasons = ", ".join(f"{code}: {n}" for code, n in sorted(report.quarantined_by_reason.items()))
     examples = connection.execute(
         "SELECT detail FROM meta.quarantine WHERE table_name = ?"
@@ -124,7 +151,7 @@ def _nothing_accepted(connection: duckdb.DuckDBPyConnection, report: TableReport
         [report.table],
     ).fetchall()
     first = "; ".join(str(row[0]) for row in examples)
-    return f"all {report.read} rows were quarantined ({reasons}), but {need}; first: {first}"
+    return f"quarantined {reasons}; first: {first}"
 
 
 def _is_required(spec: DatasetSpec, table: str) -> bool:

@@ -58,9 +58,10 @@ def reader_sql(path: Path, *, rejects: str | None = None, filename: str | None =
     return f"read_csv(?, {options}{file_column})"
 
 
-# What a `where` may be made of: expressions over one row's columns. A subquery, a window or an
-# aggregate reads other rows (or tables: a table function runs only inside a subquery), so its
-# cost is not bounded by the row; neither is a generator's, which grows with an argument.
+# What a `where` may be made of: expressions over one row's columns. A subquery or a window reads
+# other rows (or tables: a table function runs only inside a subquery), so its cost is not
+# bounded by the row; neither is a generator's, which grows with an argument. (An aggregate is
+# refused by DuckDB's binder in a WHERE.)
 _ROW_LOCAL = {
     "BETWEEN",
     "CASE",

@@ -145,7 +145,8 @@ def test_a_required_table_with_every_row_quarantined_stops_the_load_with_its_rea
         load_dataset(parse_dataset(folder), tmp_path / "db.duckdb")
     message = str(caught.value)
     assert message.startswith(
-        "table 'events': all 4 rows were quarantined (dangling_foreign_key: 4)"
+        "table 'events': all 4 rows were quarantined, but the user/item roles or a funnel stage"
+        " need it: quarantined dangling_foreign_key: 4; first: "
     )
     assert "row 1: events.user_id = 90 not found in users.user_id" in message
     assert not (tmp_path / "db.duckdb").exists()
@@ -161,3 +162,18 @@ def test_a_batch_file_that_widens_a_column_type_costs_rows_not_the_load(tmp_path
     report = load_dataset(with_batches(parse_dataset(folder)), tmp_path / "db.duckdb")
     assert report.tables["events"].quarantined_by_reason == {"unparseable_time": 1}
     assert (report.tables["events"].read, report.tables["events"].accepted) == (6, 5)
+
+
+def test_a_target_stage_with_every_event_quarantined_stops_the_load(tmp_path: Path) -> None:
+    """Clicks load, every purchase points at a missing product: training would find no target."""
+    events = TINY_FILES["events.csv"].replace("purchase", "click") + (
+        "1,77,purchase,2024-02-05 00:00:00\n2,78,purchase,2024-02-06 00:00:00\n"
+    )
+    folder = write_dataset(tmp_path / "d", files={"events.csv": events})
+    with pytest.raises(DatasetError) as caught:
+        load_dataset(parse_dataset(folder), tmp_path / "db.duckdb")
+    assert str(caught.value).startswith(
+        "table 'events': no accepted row is an event of the target stage 'purchase'"
+        " (where: kind = 'purchase'): quarantined dangling_foreign_key: 2; first: row 6:"
+        " events.product_id = 77 not found in products.product_id"
+    )

@@ -117,11 +117,12 @@ cells = st.one_of(
 
 @st.composite
 def csv_files(draw: st.DrawFn) -> dict[str, str]:
-    """One tiny table rewritten: its header kept or broken, its rows arbitrary cells."""
+    """One tiny table rewritten: its header and rows kept, then arbitrary rows (so that the
+    tables the roles and the funnel need keep a row to load), or its header broken."""
     name = draw(st.sampled_from(sorted(TINY_FILES)))
-    header = TINY_FILES[name].split("\n", 1)[0]
+    header, known = TINY_FILES[name].split("\n", 1)
     if draw(st.integers(0, 4)) == 0:
-        header = ",".join(draw(st.lists(cells, min_size=1, max_size=5)))
+        header, known = ",".join(draw(st.lists(cells, min_size=1, max_size=5))), ""
     width = header.count(",") + 1
     rows = draw(
         st.lists(
@@ -129,7 +130,15 @@ def csv_files(draw: st.DrawFn) -> dict[str, str]:
         )
     )
     ending = draw(st.sampled_from(["\n", "\r\n", ""]))
-    return {name: header + "\n" + "\n".join(",".join(row) for row in rows) + ending}
+    return {name: header + "\n" + known + "\n".join(",".join(row) for row in rows) + ending}
+
+
+def _refusal(message: str) -> str:
+    if "the file holds" in message:
+        return "the reader and the count disagree"
+    if re.match(REQUIRED_EMPTY, message):
+        return "a required table has no accepted row"
+    return "the file does not fit its description"
 
 
 @LOAD_FUZZ
@@ -139,8 +148,12 @@ def test_loader_on_arbitrary_csv(files: dict[str, str]) -> None:
         folder = write_dataset(Path(scratch) / "d", files=files)
         try:
             report = load_dataset(parse_dataset(folder), Path(scratch) / "raw.duckdb")
-        except DatasetError:
+        except DatasetError as error:
+            # Quotes and line breaks in cells: where DuckDB's reader and the independent count
+            # split the file differently, the file is refused rather than rows lost or invented.
+            event(f"refused: {_refusal(str(error))}")
             return
+        event("loaded")
         for table in report.tables.values():
             assert table.reconciles, table
 
