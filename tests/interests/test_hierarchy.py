@@ -53,7 +53,11 @@ def test_a_well_separated_planted_tree_is_recovered_exactly() -> None:
     tree = build_hierarchy(x, HierarchyConfig(sizes=(3, 6, 12)))
     for level in range(3):
         agreement = level_agreement(tree.members[:, level], truth[:, level])
-        assert agreement == {"nmi": pytest.approx(1.0), "ari": pytest.approx(1.0)}, level
+        assert agreement == {
+            "nmi": pytest.approx(1.0),
+            "ami": pytest.approx(1.0),
+            "ari": pytest.approx(1.0),
+        }, level
         assert chance_agreement(tree.members[:, level], truth[:, level])["ari"] < 0.2
 
 
