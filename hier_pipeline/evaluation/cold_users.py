@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from torch import Tensor
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.baselines.protocol import cold_window
+from hier_pipeline.evaluation.baselines.protocol import users_by_history
 from hier_pipeline.evaluation.baselines.recommender import Recommender
 from hier_pipeline.evaluation.baselines.tuning import fit_and_rank
 from hier_pipeline.graph.build import RelationalGraph
@@ -33,7 +33,7 @@ def cold_user_rankings(
     built for these users, and `popularity` (the tuned baseline, fitted here) under
     `POPULARITY`, for every baseline. Shapes: -> [U, depth] each."""
     history = Interactions.from_graph(graph, start)
-    window = cold_window(graph, history, start, end, max_users, seed)
+    window = users_by_history(graph, history, start, end, max_users, seed, warm=False)
     builders = {**ours, POPULARITY: lambda _: popularity}
     return window, {
         name: fit_and_rank(build(window), history, window, depth, exclude_seen=False)

@@ -39,23 +39,10 @@ def warm_window(
 ) -> EvaluationWindow:
     """`target_window` restricted to warm users (at least one interaction in `history`), then a
     fixed random subset of at most `max_users` of them."""
-    return _users_by_history(graph, history, start, end, max_users, seed, warm=True)
+    return users_by_history(graph, history, start, end, max_users, seed, warm=True)
 
 
-def cold_window(
-    graph: RelationalGraph,
-    history: Interactions,
-    start: int,
-    end: int,
-    max_users: int,
-    seed: int = 0,
-) -> EvaluationWindow:
-    """`target_window` restricted to cold users (no interaction in `history`: nothing to learn
-    their taste from but their own rows), then a fixed random subset of at most `max_users`."""
-    return _users_by_history(graph, history, start, end, max_users, seed, warm=False)
-
-
-def _users_by_history(
+def users_by_history(
     graph: RelationalGraph,
     history: Interactions,
     start: int,
@@ -64,6 +51,9 @@ def _users_by_history(
     seed: int,
     warm: bool,
 ) -> EvaluationWindow:
+    """`target_window` restricted to the warm users (`warm`: at least one interaction in
+    `history`) or to the cold ones (none: nothing to learn their taste from but their own rows),
+    then a fixed random subset of at most `max_users` of them."""
     window = target_window(graph, start, end, max_users=history.num_users)
     rows = (history.active_users()[window.users] == warm).nonzero().flatten()
     if len(rows) > max_users:
