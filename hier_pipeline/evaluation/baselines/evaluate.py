@@ -44,6 +44,8 @@ from hier_pipeline.evaluation.baselines.protocol import (
 )
 from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
 from hier_pipeline.evaluation.baselines.repeat import Repeat
+from hier_pipeline.evaluation.baselines.sasrec import SASRec
+from hier_pipeline.evaluation.baselines.tifuknn import TIFUKNN
 from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit_and_rank, tune
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
@@ -91,6 +93,10 @@ def _graphsage(context: Context, setting: Setting) -> Recommender:
     )
 
 
+def _sasrec(context: Context, setting: Setting) -> Recommender:
+    return SASRec(budget=context.budget, seed=context.seed, **setting)
+
+
 BASELINES: dict[str, Baseline] = {
     "popularity": Baseline(
         lambda _, s: Popularity(**s),
@@ -119,6 +125,11 @@ BASELINES: dict[str, Baseline] = {
         ({"temperature": 0.05}, {"temperature": 0.1}, {"temperature": 0.2}),
         trained=True,
     ),
+    "tifuknn": Baseline(
+        lambda _, s: TIFUKNN(**s),
+        tuple({"neighbours": k, "alpha": a} for k in (100, 300) for a in (0.7, 0.9)),
+    ),
+    "sasrec": Baseline(_sasrec, ({"dropout": 0.2}, {"dropout": 0.5}), trained=True),
 }
 # What a quick comparison runs: the closed-form and counting baselines, seconds each. The trained
 # ones took 15 of the 16 evaluation minutes of the synthetic demo and lose to EASE and ItemKNN on
