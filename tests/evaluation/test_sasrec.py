@@ -24,9 +24,9 @@ def test_sequences_are_time_ordered_collapsed_truncated_and_left_padded() -> Non
         num_users=3,
         num_items=5,
     )
-    sequences = SASRec(max_length=3).user_sequences(history)
+    sequences = SASRec(max_length=3, target_only=False).user_sequences(history)
     assert sequences.tolist() == [[2, 4, 3, 5], [0, 0, 0, 1], [0, 0, 0, 0]]  # items + 1
-    target = SASRec(max_length=3, target_only=True).user_sequences(history)
+    target = SASRec(max_length=3).user_sequences(history)  # target-stage events only
     assert target.tolist() == [[2, 4, 3, 5], [0, 0, 0, 0], [0, 0, 0, 0]]
 
 

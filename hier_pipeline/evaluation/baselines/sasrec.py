@@ -2,10 +2,13 @@
 transformer reads the user's items in time order and predicts the next one. The standard
 sequential baseline: what a practitioner tries when order matters more than co-occurrence.
 
-Sequence: the item of each of the user's positive events in time order (ties by item id), with a
-run of events on the same item collapsed to one (a funnel's impression, click and purchase of one
-item are one step, not three); with ``target_only`` only target-stage events. The last
-`max_length` items are kept (the paper's n = 50), left-padded with 0 (items are shifted by one).
+Sequence: the item of each of the user's target-stage (deepest) events in time order (ties by
+item id), a run of events on the same item collapsed to one; with ``target_only=False`` every
+positive stage's events (a funnel's impression, click and purchase of one item then make one
+step, not three). Target-only by default, chosen on the tuning window of the synthetic world
+(scale 1, 300 steps): MAP@10 0.102 against 0.034 with every stage, whose sequences are mostly
+impressions. The last `max_length` items are kept (the paper's n = 50), left-padded with 0 (items
+are shifted by one).
 
 Architecture (the paper's): item embedding (shared with the output layer) + learned position
 embedding, dropout; `num_blocks` pre-norm blocks of causal single-head self-attention and a
@@ -75,7 +78,7 @@ class SASRec:
         negatives: int = 256,
         batch_size: int = 128,
         learning_rate: float = 1e-3,
-        target_only: bool = False,
+        target_only: bool = True,
         budget: FitBudget = DEFAULT_BUDGET,
         seed: int = 0,
     ) -> None:

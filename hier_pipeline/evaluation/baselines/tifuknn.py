@@ -6,7 +6,9 @@ Baskets: the data has no basket column in general, so a basket is one user's pos
 one calendar day (UTC, ``time // DAY``). Its vector is stage-weighted multi-hot: entry i is the
 largest `Interactions.weight` among the basket's events on i (an item viewed and bought the same
 day counts as bought, 1.0; seen only, 0.027 in a 4-stage funnel). With ``target_only`` only the
-target (deepest) stage's events make baskets, each entry then 1.0 as in the paper.
+target (deepest) stage's events make baskets, each entry then 1.0 as in the paper. Every stage by
+default, chosen on the tuning window of the synthetic world (scale 1): MAP@10 0.224 against 0.169
+target-only (k 100, alpha 0.7), the shallow stages telling what a user will buy next.
 
 User vector (the paper's eq. 3-4): the n baskets, oldest first, are cut into ceil(n / m) groups
 of m consecutive baskets counted back from the most recent (the oldest group holds the rest);
