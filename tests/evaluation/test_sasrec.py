@@ -68,7 +68,7 @@ def test_it_learns_the_next_item_of_a_chain() -> None:
 
 def test_sasrec_on_the_tiny_world(synthetic_pipeline) -> None:
     graph, content, split = synthetic_pipeline
-    result = evaluate_baselines(graph, content, split, names=["sasrec"], budget=FitBudget(steps=20))
+    result = evaluate_baselines(graph, content, split, names=["sasrec"], budget=FitBudget(steps=5))
     assert result.num_users > 0
     for metric, value in result.metrics["sasrec"].items():
         assert (metric.startswith("cold") and math.isnan(value)) or 0.0 <= value <= 1.0, metric

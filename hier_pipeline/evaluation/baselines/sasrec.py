@@ -21,7 +21,10 @@ equal to the position's positive is masked out).
 
 Training: `FitBudget.steps` steps of Adam on `batch_size` users drawn uniformly with replacement
 among those with at least two items; the seed fixes initialisation, dropout and the draws (a
-`torch.Generator`), so the same seed and steps give the same scores on any load.
+`torch.Generator`), so the same seed and steps give the same scores on any load. On the synthetic
+world's tuning window (2,000 users, target-only) 1,000 steps at learning rate 1e-3 reached MAP@10
+0.087 and 300 steps 0.102 (3e-3: 0.077 at 1,000): few sequences overfit, so the grid tries the
+paper's two dropouts (0.2 dense, 0.5 sparse data) rather than learning rates.
 
 Scoring: the hidden state of the last position of the user's sequence (its most recent
 `max_length` items) against every item embedding; items never seen in training score UNSCORED
