@@ -40,7 +40,11 @@ from hier_pipeline.evaluation.baselines.interactions import (
 class TIFUKNN:
     """The module doc's model; m = `group_size`, r_b = `basket_decay`, r_g = `group_decay`.
 
-    Defaults are the paper's setting for TaFeng (m 7, r_b 0.9, r_g 0.7, k 300, alpha 0.7).
+    Defaults are the authors' setting for TaFeng (k 300, r_b 0.9, r_g 0.7, alpha 0.7, 7). This
+    follows the paper's formula, groups of m = 7 baskets each with r_b counted inside a group;
+    the authors' code (github.com/HaojiHu/TIFUKNN) instead cuts the history into 7 groups of
+    equal length and decays each basket by r_b^(baskets after it in the whole history). Both
+    weigh recent baskets most; which is stronger here is not measured.
     Neighbours are found `chunk` users at a time: a sparse product of unit vectors (only users
     sharing an item cost anything) written into a chunk x users block for the top k.
     """
