@@ -29,11 +29,14 @@ from hier_pipeline.evaluation.baselines.recommender import (
     recommend,
 )
 from hier_pipeline.evaluation.baselines.repeat import Repeat
+from hier_pipeline.evaluation.baselines.sasrec import SASRec
+from hier_pipeline.evaluation.baselines.tifuknn import TIFUKNN
 from hier_pipeline.evaluation.baselines.tuning import TuningResult, fit_and_rank, tune
 
 __all__ = [
     "BASELINES",
     "EASE",
+    "TIFUKNN",
     "UNSCORED",
     "Baseline",
     "BaselineEvaluation",
@@ -51,6 +54,7 @@ __all__ = [
     "Profiled",
     "Recommender",
     "Repeat",
+    "SASRec",
     "TuningResult",
     "evaluate_baselines",
     "fit_and_rank",

@@ -6,7 +6,7 @@ Protocol, in order:
      every profile of `profiles.py`, which stages build a user's profile and whether "not
      interested" subtracts, times the baseline's own axes; settings with a negative weight are
      skipped when the tuning history has no negative event, since they would repeat others) there
-     and keeps the best MAP@10. Trained baselines (lightgcn, graphsage) get the same `FitBudget`
+     and keeps the best MAP@10. Trained baselines (lightgcn, graphsage, sasrec) get the same `FitBudget`
      per fit (default 1000 steps, no wall clock: the same seed gives the same score on a loaded
      machine or an idle one).
   2. Candidates: every item of the item table. Whether a user's already-bought items stay
@@ -49,6 +49,8 @@ from hier_pipeline.evaluation.baselines.protocol import (
 )
 from hier_pipeline.evaluation.baselines.recommender import FitBudget, Memo, Profiled, Recommender
 from hier_pipeline.evaluation.baselines.repeat import Repeat
+from hier_pipeline.evaluation.baselines.sasrec import SASRec
+from hier_pipeline.evaluation.baselines.tifuknn import TIFUKNN
 from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit_and_rank, tune
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
@@ -105,6 +107,10 @@ def _graphsage(context: Context, setting: Setting) -> Recommender:
     )
 
 
+def _sasrec(context: Context, setting: Setting) -> Recommender:
+    return SASRec(budget=context.budget, seed=context.seed, **setting)
+
+
 # Own axes: orders that make consecutive settings share a memo (ItemKNN's deepest neighbour
 # count first; EASE's lambda before the blend). EASE's lambda spans 0.1-1000 (best between 0.2 and
 # 5 on log1p counts on Complete Journey, collapsing at >= 100; larger on dense synthetic worlds).
@@ -137,6 +143,16 @@ BASELINES: dict[str, Baseline] = {
     "lightgcn": Baseline(_lightgcn, profiled_grid({"num_layers": (1, 2, 3)}), trained=True),
     "graphsage": Baseline(
         _graphsage, profiled_grid({"temperature": (0.05, 0.1, 0.2)}), trained=True
+    ),
+    "tifuknn": Baseline(
+        lambda _, s: TIFUKNN(**s), profiled_grid({"neighbours": (100, 300), "alpha": (0.7, 0.9)})
+    ),
+    # Its sequences are the target stage's items whatever the stage weights: other profiles
+    # would only repeat the same fits.
+    "sasrec": Baseline(
+        _sasrec,
+        tuple(s for s in profiled_grid({"dropout": (0.2, 0.5)}) if s["profile"] == "all"),
+        trained=True,
     ),
 }
 # What a quick comparison runs: the closed-form and counting baselines, seconds each. The trained
