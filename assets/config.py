@@ -93,10 +93,8 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     baseline_steps: int = Field(
         default=1000, description="optimisation steps per fit of a trained baseline"
     )
-    baseline_seconds: float | None = Field(
-        default=None,
-        description="wall-clock cap per fit of a trained baseline (default none: a cap makes "
-        "the score depend on the machine's load)",
+    baseline_seconds: float = Field(
+        default=120.0, description="wall-clock cap per fit of a trained baseline"
     )
 
 
