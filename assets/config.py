@@ -97,8 +97,8 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     )
     baseline_seconds: float | None = Field(
         default=None,
-        description="wall-clock cap per fit of a trained baseline (default none: a cap makes "
-        "the score depend on the machine's load)",
+        description="wall-clock cap per fit of a trained baseline (default none: a cap makes the"
+        " score depend on the machine's load)",
     )
 
 

@@ -22,7 +22,7 @@ from hier_pipeline.evaluation.baselines import (
     recommend,
     tune,
 )
-from hier_pipeline.evaluation.baselines.evaluate import FIT_BUDGET
+from hier_pipeline.evaluation.baselines.evaluate import FIT_BUDGET, tuning_grid
 from hier_pipeline.evaluation.baselines.interactions import DAY
 from hier_pipeline.evaluation.baselines.profiles import (
     NEGATIVE_WEIGHTS,
@@ -114,6 +114,19 @@ def test_profiled_grid_crosses_every_profile_with_the_own_axes() -> None:
     first = {"profile": "target", "negative": 0.0, "b": 3}
     assert grid[:2] == ({**first, "a": 1}, {**first, "a": 2})
     assert {s["profile"] for s in profiled_grid({"a": (1,)})} == set(STAGE_RATIOS)
+
+
+def test_negative_settings_are_tuned_only_where_negatives_exist() -> None:
+    grid = profiled_grid({"half_life_days": (15.0,)}, negatives=True)
+    history = events([(0, 1, 1.0, 1)], 1, 2)
+    assert [s["negative"] for s in tuning_grid(grid, history)] == [0.0] * len(STAGE_RATIOS)
+    with_negative = replace(
+        history,
+        negative_user=torch.tensor([0]),
+        negative_item=torch.tensor([0]),
+        negative_time=torch.tensor([0]),
+    )
+    assert tuning_grid(grid, with_negative) == list(grid)
 
 
 def test_popularity_counts_only_the_recent_window() -> None:

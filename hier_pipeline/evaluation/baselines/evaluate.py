@@ -112,8 +112,9 @@ def _sasrec(context: Context, setting: Setting) -> Recommender:
 
 
 # Own axes: orders that make consecutive settings share a memo (ItemKNN's deepest neighbour
-# count first; EASE's lambda before the blend). EASE's lambda spans 0.1-1000 (best between 0.2 and
-# 5 on log1p counts on Complete Journey, collapsing at >= 100; larger on dense synthetic worlds).
+# count first; EASE's lambda before the blend). EASE's lambda spans 0.1-1000: without a buy-again
+# term an independent implementation found 0.2-5 best on Complete Journey and a collapse at >= 100;
+# with it, validation MAP@10 there is flat over the range (docs/evaluation.md).
 BASELINES: dict[str, Baseline] = {
     "popularity": Baseline(
         lambda _, s: Popularity(**s), profiled_grid({"window_days": (7.0, 14.0, 28.0, 56.0, None)})

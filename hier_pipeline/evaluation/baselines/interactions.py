@@ -85,6 +85,12 @@ class PairMatrix:
         out[row, self.item[entry]] = self.value[entry]
         return out
 
+    def rows(self, users: Tensor) -> Tensor:
+        """The rows of `users` as a sparse matrix: multiplied into an item x item matrix they cost
+        their entries, not users x items. Shapes: users [U] -> sparse [U, num_items]."""
+        row, entry = csr_entries(self.rowptr, users)
+        return sparse(row, self.item[entry], self.value[entry], (len(users), self.num_items))
+
 
 @dataclass(frozen=True, eq=False)  # identity equality: a history names one fit's data (`Memo`)
 class Interactions:

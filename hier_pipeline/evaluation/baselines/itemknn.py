@@ -24,10 +24,11 @@ class Neighbours:
     rank: Tensor  # 0 for an item's most similar other item
     depth: int  # at most this many per item
 
-    def transposed(self, neighbours: int, num_items: int) -> Tensor:
-        """S^T with each item's `neighbours` best kept: sparse [items, items]."""
+    def matrix(self, neighbours: int, num_items: int) -> Tensor:
+        """S with each item's `neighbours` best kept: sparse CSR [items, items]."""
         keep = self.rank < neighbours
-        return sparse(self.other[keep], self.item[keep], self.similarity[keep], (num_items,) * 2)
+        kept = sparse(self.item[keep], self.other[keep], self.similarity[keep], (num_items,) * 2)
+        return kept.to_sparse_csr()
 
 
 class ItemKNN:
@@ -54,7 +55,7 @@ class ItemKNN:
         self.chunk = chunk
         self.memo = memo or Memo()
         self.pairs: PairMatrix | None = None
-        self.similarity_t = torch.zeros(0, 0).to_sparse()  # S^T, sparse [items, items]
+        self.similarity: Tensor | None = None  # S, sparse CSR [items, items]
 
     def fit(self, history: Interactions) -> None:
         self.pairs = pairs = history.confidence()
@@ -64,7 +65,7 @@ class ItemKNN:
             lambda: self._neighbours(pairs),
             enough=lambda table: table.depth >= self.neighbours,
         )
-        self.similarity_t = table.transposed(self.neighbours, pairs.num_items)
+        self.similarity = table.matrix(self.neighbours, pairs.num_items)
 
     def _neighbours(self, pairs: PairMatrix) -> Neighbours:
         num_users, num_items = pairs.num_users, pairs.num_items
@@ -112,7 +113,9 @@ class ItemKNN:
         )
 
     def score(self, users: Tensor) -> Tensor:
-        assert self.pairs is not None, "fit first"
-        own = self.pairs.dense(users)
-        scores = torch.sparse.mm(self.similarity_t, own.T).T
-        return scores + self.self_weight * own if self.self_weight else scores
+        assert self.pairs is not None and self.similarity is not None, "fit first"
+        own = self.pairs.rows(users).to_sparse_csr()
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+            scores = (own @ self.similarity).to_dense()  # the users' entries x their neighbours
+        return scores + self.self_weight * own.to_dense() if self.self_weight else scores
