@@ -46,7 +46,7 @@ def evaluation_report(
     from hier_pipeline.evaluation.ablations import same_architecture, train_ablations
     from hier_pipeline.evaluation.baselines.recommender import FitBudget
     from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
-    from hier_pipeline.evaluation.report import inline_images
+    from hier_pipeline.evaluation.report_page import inline_images, write_report
     from hier_pipeline.evaluation.truth import item_truth
 
     spec = dataset.spec()
@@ -85,7 +85,7 @@ def evaluation_report(
             spec.name, graph, content, split, comparison, inputs, context.log.info
         )
         folder = storage.folder("evaluation", spec.name)
-        page = report.write(folder)
+        page = write_report(report, folder)
         run.log_metrics(report.tracked_metrics())
         for file in sorted(folder.iterdir()):
             run.log_artifact(file, "report")

@@ -17,6 +17,7 @@ from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET
 from hier_pipeline.evaluation.baselines.recommender import FitBudget
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
+from hier_pipeline.evaluation.report_page import write_report
 from hier_pipeline.evaluation.seeds import seed_name
 from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.files.home import default_home
@@ -75,5 +76,5 @@ def evaluate_dataset(
     report = evaluate_models(
         prepared.spec.name, graph, content, split, comparison, inputs, progress
     )
-    report.write(out_dir)
+    write_report(report, out_dir)
     return report

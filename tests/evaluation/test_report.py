@@ -8,13 +8,8 @@ import math
 import re
 from pathlib import Path
 
-from hier_pipeline.evaluation.report import (
-    PLOTS,
-    EvaluationReport,
-    HierarchyScores,
-    LevelScore,
-    inline_images,
-)
+from hier_pipeline.evaluation.report import EvaluationReport, HierarchyScores, LevelScore
+from hier_pipeline.evaluation.report_page import PLOTS, inline_images, write_report
 from hier_pipeline.ranking.bootstrap import Difference
 
 DAY = 86_400
@@ -81,7 +76,7 @@ def report(hierarchy: bool = True, history: bool = True) -> EvaluationReport:
 
 
 def test_json_has_the_promised_shape_with_null_for_undefined(tmp_path: Path) -> None:
-    report().write(tmp_path)
+    write_report(report(), tmp_path)
     written = json.loads((tmp_path / "metrics.json").read_text())
     assert written["dataset"] == "toy" and written["target_stage"] == "purchase"
     assert written["split"] == {
@@ -106,7 +101,7 @@ def test_json_has_the_promised_shape_with_null_for_undefined(tmp_path: Path) -> 
 
 
 def test_markdown_has_every_section_and_its_plots(tmp_path: Path) -> None:
-    page = report().write(tmp_path).read_text()
+    page = write_report(report(), tmp_path).read_text()
     for heading in (
         "# Evaluation: toy",
         "## Target-stage retrieval",
@@ -132,7 +127,7 @@ def test_markdown_has_every_section_and_its_plots(tmp_path: Path) -> None:
 
 
 def test_inline_images_embeds_every_plot(tmp_path: Path) -> None:
-    page = report().write(tmp_path).read_text()
+    page = write_report(report(), tmp_path).read_text()
     inlined = inline_images(page, tmp_path)
     uris = re.findall(r"\(data:image/png;base64,([^)]+)\)", inlined)
     assert len(uris) == len(PLOTS)
@@ -141,8 +136,8 @@ def test_inline_images_embeds_every_plot(tmp_path: Path) -> None:
 
 
 def test_sections_without_figures_are_left_out(tmp_path: Path) -> None:
-    report().write(tmp_path)  # an earlier report with every plot, in the same folder
-    page = report(hierarchy=False, history=False).write(tmp_path).read_text()
+    write_report(report(), tmp_path)  # an earlier report with every plot, in the same folder
+    page = write_report(report(hierarchy=False, history=False), tmp_path).read_text()
     assert "## Interest hierarchy" not in page and "## Training" not in page
     assert not (tmp_path / PLOTS["hierarchy"]).exists()
     assert not (tmp_path / PLOTS["training"]).exists()

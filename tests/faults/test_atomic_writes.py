@@ -20,6 +20,7 @@ from hier_pipeline.content.cache import EmbeddingCache
 from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.evaluation.report import EvaluationReport
+from hier_pipeline.evaluation.report_page import write_report
 from hier_pipeline.files.atomic import atomic_path, partial_files
 from hier_pipeline.graph import build_graph, load_graph, save_graph
 from tests.builders import TINY_FILES, write_dataset
@@ -75,7 +76,9 @@ def _report(tmp_path: Path) -> Output:
 
     def write(n: int) -> None:
         scores = {"map@10": 0.1 + n, "recall@10": 0.2, "recall@50": 0.3, "recall@100": 0.4}
-        EvaluationReport("tiny", "purchase", 0, 86_400, 172_800, {"hier": scores}).write(folder)
+        write_report(
+            EvaluationReport("tiny", "purchase", 0, 86_400, 172_800, {"hier": scores}), folder
+        )
 
     def read() -> object:
         metrics = json.loads((folder / "metrics.json").read_text())
