@@ -164,7 +164,7 @@ def entity_embeddings(
     ins={"interest_model": dg.AssetIn("interest_model")},
 )
 def interest_model_checks(interest_model: ModelArtifact) -> Iterator[dg.AssetCheckResult]:
-    from hier_pipeline.model.train import loss_fell
+    from hier_pipeline.model.progress import loss_fell
 
     first, last = loss_fell(interest_model.history)
     yield dg.AssetCheckResult(

@@ -39,6 +39,7 @@ from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
 from hier_pipeline.model.minibatch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.network import InterestModel, ModelConfig
+from hier_pipeline.model.progress import TimeBudget, epoch_record
 from hier_pipeline.ranking.metrics import evaluate_embeddings
 from hier_pipeline.ranking.window import target_window
 
@@ -330,42 +331,6 @@ class Trainer:
         return {f"val/{name}": value for name, value in metrics.items()}
 
 
-@dataclass
-class TimeBudget:
-    """Training seconds allowed and used; `None` allows any."""
-
-    seconds: float | None
-    used: float = 0.0
-
-    def spent(self, running: float = 0.0) -> bool:
-        return self.seconds is not None and self.used + running >= self.seconds
-
-    def charge(self, seconds: float) -> None:
-        self.used += seconds
-
-
-def _loss_ends(parts: list[dict[str, float]]) -> dict[str, float]:
-    """The mean loss of the epoch's first and last quarter of steps: whether the loss fell can
-    then be told within one epoch (a one-epoch run, or one its time budget stopped)."""
-    quarter = max(1, len(parts) // 4)
-    losses = [part["loss/total"] for part in parts]
-    return {
-        "loss/first_steps": float(np.mean(losses[:quarter])),
-        "loss/last_steps": float(np.mean(losses[-quarter:])),
-    }
-
-
-def loss_fell(history: list[dict[str, float]]) -> tuple[float, float]:
-    """(the loss of training's first steps, of its last steps): the first quarter of the first
-    epoch against the last quarter of the last one. Equal when training took a single step.
-    Histories recorded before the quarters were (pickled artifacts) fall back to epoch means."""
-    first, last = history[0], history[-1]
-    return (
-        first.get("loss/first_steps", first["loss/total"]),
-        last.get("loss/last_steps", last["loss/total"]),
-    )
-
-
 def train_model(
     graph: RelationalGraph,
     content: dict[str, dict[str, Tensor]],
@@ -393,13 +358,10 @@ def train_model(
                 break
         seconds = time.perf_counter() - started
         budget.charge(seconds)
-        record = {key: float(np.mean([p[key] for p in parts])) for key in parts[0]}
-        record.update(_loss_ends(parts))
+        record = epoch_record(parts, seconds, config.batch_size)
         validation_started = time.perf_counter()
         record.update(trainer.validate())
         record["time/validation_seconds"] = time.perf_counter() - validation_started
-        record["time/epoch_seconds"] = seconds
-        record["throughput/examples_per_second"] = len(parts) * config.batch_size / seconds
         history.append(record)
         if record[metric] > best_map:
             best_epoch, best_map = epoch, record[metric]

@@ -12,7 +12,8 @@ import torch
 from hier_pipeline.evaluation.baselines import popularity_metrics
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.network import ModelConfig
-from hier_pipeline.model.train import TrainConfig, loss_fell, train_model
+from hier_pipeline.model.progress import loss_fell
+from hier_pipeline.model.train import TrainConfig, train_model
 from hier_pipeline.ranking.window import target_window
 
 
