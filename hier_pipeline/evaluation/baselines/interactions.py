@@ -11,6 +11,7 @@ items keep coming from the unweighted history, so every profile is judged the sa
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -32,6 +33,14 @@ def sparse(rows: Tensor, cols: Tensor, values: Tensor, shape: tuple[int, int]) -
     """A coalesced sparse COO matrix: entries sorted by row then column, duplicates summed."""
     indices = torch.stack([rows, cols])
     return torch.sparse_coo_tensor(indices, values, shape, check_invariants=False).coalesce()
+
+
+def sparse_product(left: Tensor, right: Tensor) -> Tensor:
+    """left @ right for sparse operands (only pairs that share an index cost anything), without
+    torch's warning that sparse x sparse runs through its beta CSR kernels."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        return left @ right
 
 
 def csr_entries(rowptr: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:

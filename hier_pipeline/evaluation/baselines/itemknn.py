@@ -4,13 +4,17 @@ towards 0 where few users back it (Koren 2008), plus the user's own items (buy a
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMatrix, sparse
+from hier_pipeline.evaluation.baselines.interactions import (
+    Interactions,
+    PairMatrix,
+    sparse,
+    sparse_product,
+)
 from hier_pipeline.evaluation.baselines.recommender import Memo
 
 
@@ -92,9 +96,7 @@ class ItemKNN:
                 block = sparse(
                     entry_user[lo:hi], local, matrix.values()[lo:hi], (num_users, len(items))
                 )
-                with warnings.catch_warnings():  # sparse x sparse goes through beta CSR internally
-                    warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-                    product = torch.sparse.mm(matrix, block).coalesce()  # co-occurring pairs only
+                product = sparse_product(matrix, block).coalesce()  # co-occurring pairs only
                 other, mine = product.indices()
                 if counting:
                     count = product.values()
@@ -115,7 +117,5 @@ class ItemKNN:
     def score(self, users: Tensor) -> Tensor:
         assert self.pairs is not None and self.similarity is not None, "fit first"
         own = self.pairs.rows(users).to_sparse_csr()
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-            scores = (own @ self.similarity).to_dense()  # the users' entries x their neighbours
+        scores = sparse_product(own, self.similarity).to_dense()  # entries x their neighbours
         return scores + self.self_weight * own.to_dense() if self.self_weight else scores

@@ -23,8 +23,6 @@ the mean is over at most that many). Users without history score 0 everywhere (p
 
 from __future__ import annotations
 
-import warnings
-
 import torch
 from torch import Tensor
 
@@ -34,6 +32,7 @@ from hier_pipeline.evaluation.baselines.interactions import (
     PairMatrix,
     csr_entries,
     sparse,
+    sparse_product,
 )
 
 
@@ -116,9 +115,7 @@ class TIFUKNN:
             users = active[start : start + self.chunk]
             row, entry = csr_entries(vectors.rowptr, users)
             block = sparse(vectors.item[entry], row, unit_value[entry], (num_items, len(users)))
-            with warnings.catch_warnings():  # sparse x sparse goes through beta CSR internally
-                warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
-                product = torch.sparse.mm(unit, block).coalesce()  # users sharing an item only
+            product = sparse_product(unit, block).coalesce()  # users sharing an item only
             other, mine = product.indices()
             similarity = torch.zeros(len(users), num_users)
             similarity[mine, other] = product.values()
