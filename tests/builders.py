@@ -151,3 +151,11 @@ def png_claiming(width: int, height: int) -> bytes:
     data[16:24] = width.to_bytes(4, "big") + height.to_bytes(4, "big")  # IHDR width, height
     data[29:33] = zlib.crc32(data[12:29]).to_bytes(4, "big")  # IHDR checksum
     return bytes(data)
+
+
+def events_of_unknown_users(count: int) -> str:
+    """An events.csv for the tiny description whose every row names a user that does not exist:
+    a required table with nothing to accept."""
+    return "user_id,product_id,kind,ts\n" + "".join(
+        f"9{i},10,purchase,2024-02-01 10:00:00\n" for i in range(count)
+    )

@@ -11,7 +11,7 @@ import pytest
 from assets.definitions import defs
 from hier_pipeline.dataset import DatasetError
 from tests.assets.materialise import materialise
-from tests.builders import write_dataset
+from tests.builders import events_of_unknown_users, write_dataset
 
 
 def materialize_raw_tables(source: Path, home: Path) -> dg.ExecuteInProcessResult:
@@ -86,9 +86,7 @@ def test_a_required_table_with_nothing_accepted_fails_ingest_with_its_reasons(
     tmp_path: Path,
 ) -> None:
     """It used to pass ingest and fail at training with "too few target-stage events"."""
-    events = "user_id,product_id,kind,ts\n" + "".join(
-        f"9{i},10,purchase,2024-02-01 10:00:00\n" for i in range(3)
-    )
+    events = events_of_unknown_users(3)
     folder = write_dataset(tmp_path / "d", files={"events.csv": events})
     with pytest.raises(DatasetError, match=r"table 'events': all 3 rows were quarantined"):
         materialize_raw_tables(folder, tmp_path / "home")

@@ -12,7 +12,7 @@ import pytest
 from hier_pipeline.dataset import DatasetError, load_dataset, parse_dataset
 from hier_pipeline.dataset.arrivals import with_batches
 from hier_pipeline.dataset.counting import count_records
-from tests.builders import TINY_FILES, tiny_description, write_dataset
+from tests.builders import TINY_FILES, events_of_unknown_users, tiny_description, write_dataset
 
 
 def _quarantine(database: Path, table: str) -> list[tuple[object, ...]]:
@@ -137,9 +137,7 @@ def test_non_finite_parquet_floats_are_quarantined(tmp_path: Path) -> None:
 def test_a_required_table_with_every_row_quarantined_stops_the_load_with_its_reasons(
     tmp_path: Path,
 ) -> None:
-    events = "user_id,product_id,kind,ts\n" + "".join(
-        f"9{i},10,purchase,2024-02-01 10:00:00\n" for i in range(4)
-    )
+    events = events_of_unknown_users(4)
     folder = write_dataset(tmp_path / "d", files={"events.csv": events})
     with pytest.raises(DatasetError) as caught:
         load_dataset(parse_dataset(folder), tmp_path / "db.duckdb")
