@@ -21,14 +21,27 @@ class Gram:
     gram: Tensor
 
 
+@dataclass(frozen=True)
+class Inverse:
+    """P = (X^T X + lambda I)^-1 = R^T R with R = L^-1, L its Cholesky factor; kept as R and
+    diag(P), since x P = (x R^T) R and B = I - P diag(1 / diag(P)) need nothing else.
+    Shapes: root [M, M] float32 (lower triangular), diagonal [M] float32."""
+
+    root: Tensor
+    diagonal: Tensor
+
+
 class EASE:
     """score(u) = x_u B + repeat_weight x_u with B = I - P diag(1 / diag(P)),
     P = (X^T X + lambda I)^-1 (so diag B = 0), X = the positive part of `confidence()` restricted
     to the `max_items` items with the most users; x_u the user's row of `confidence()` (negative
     where "not interested" outweighs).
 
-    The inverse is dense M x M in float64: 0.8 GB per matrix at M = 10k, about three alive at the
-    peak, and O(M^3) time, so the default M = 10k fits 24 GB of RAM next to everything else. Items
+    P is never formed: a Cholesky factor and one triangular solve give R = L^-1 (P = R^T R, diag P
+    = column sums of R squared), a third of the flops of forming the inverse and, measured on
+    2 cores at M = 6k, 4.6x less time than `torch.cholesky_inverse` (20 s against 94). Matrices
+    are dense M x M, float64 while solving (0.8 GB each at M = 10k, about three alive at the
+    peak), so the default M = 10k fits 24 GB of RAM next to everything else. Items
     outside the subset (rare ones, and cold items, which have no users) score UNSCORED, or their
     buy-again term where the user has one. The Gram matrix depends on the history alone and B on
     lambda too, so a grid's settings share them through `memo` (one Cholesky per lambda).
@@ -45,14 +58,14 @@ class EASE:
         self.memo = memo or Memo()
         self.pairs: PairMatrix | None = None
         self.columns = torch.zeros(0, dtype=torch.long)
-        self.weights = torch.zeros(0, 0)
+        self.inverse = Inverse(torch.zeros(0, 0), torch.zeros(0))
 
     def fit(self, history: Interactions) -> None:
         self.pairs = pairs = history.confidence()
         gram = self.memo.get("ease_gram", (history, self.max_items), lambda: self._gram(pairs))
         self.columns = gram.columns
-        self.weights = self.memo.get(
-            "ease_weights", (history, self.max_items, self.l2), lambda: self._weights(gram)
+        self.inverse = self.memo.get(
+            "ease_inverse", (history, self.max_items, self.l2), lambda: self._inverse(gram)
         )
 
     def _gram(self, pairs: PairMatrix) -> Gram:
@@ -67,13 +80,14 @@ class EASE:
         x[pairs.user[kept], position[pairs.item[kept]]] = pairs.value[kept]
         return Gram(columns, (x.T @ x).double())
 
-    def _weights(self, gram: Gram) -> Tensor:
+    def _inverse(self, gram: Gram) -> Inverse:
         regularised = gram.gram.clone()
         regularised.diagonal().add_(self.l2)
-        inverse = torch.cholesky_inverse(torch.linalg.cholesky(regularised))
-        weights = inverse / -inverse.diagonal()
-        weights.diagonal().zero_()
-        return weights.float()
+        factor = torch.linalg.cholesky(regularised)
+        del regularised
+        identity = torch.eye(len(factor), dtype=factor.dtype)
+        root = torch.linalg.solve_triangular(factor, identity, upper=False)
+        return Inverse(root.float(), root.square().sum(0).float())
 
     def score(self, users: Tensor) -> Tensor:
         assert self.pairs is not None, "fit first"
@@ -81,7 +95,10 @@ class EASE:
         scores = torch.full_like(own, UNSCORED)
         if self.repeat_weight:
             scores = torch.where(own != 0, self.repeat_weight * own, scores)
-        scores[:, self.columns] = own[:, self.columns] @ self.weights
+        x = own[:, self.columns]
+        # x B = x - (x P) / diag(P), with x P = (x R^T) R; the diagonal of B is 0 by construction
+        times_p = (x @ self.inverse.root.T) @ self.inverse.root
+        scores[:, self.columns] = x - times_p / self.inverse.diagonal
         if self.repeat_weight:
             scores[:, self.columns] += self.repeat_weight * own[:, self.columns]
         return scores
