@@ -217,6 +217,25 @@ def test_content_knn_scores_cold_items_by_their_content() -> None:
     assert recommend(knn, torch.tensor([0]), 2, history.popularity()).tolist() == [[0, 2]]
 
 
+def test_content_knn_neighbour_form_passes_weight_to_the_nearest_items_only() -> None:
+    # Items 0 and 1 point one way, 2 and 3 another; item 1 is cold (nobody engaged with it).
+    text = torch.tensor([[1.0, 0.0], [0.9, 0.1], [0.0, 1.0], [0.1, 0.9]])
+    content = {"text": text, "has_text": torch.ones(4, dtype=torch.bool)}
+    history = events([(0, 0, 1.0, 1), (0, 2, 1.0, 0)], 1, 4)  # item 2 only at stage 0: 0.5
+    knn = ContentKNN(content, half_life_days=None, neighbours=2)
+    knn.fit(history)
+    unit = torch.nn.functional.normalize(text, dim=1)
+    cosine = unit @ unit.T
+    expected = torch.zeros(4)
+    expected[[0, 1]] = 1.0 * cosine[0, [0, 1]]  # item 0's two nearest: itself and item 1
+    expected[[2, 3]] = 0.5 * cosine[2, [2, 3]]
+    torch.testing.assert_close(knn.score(torch.tensor([0]))[0], expected, atol=1e-6, rtol=0)
+    # One neighbour: only the user's own items, each at its own weight.
+    one = ContentKNN(content, half_life_days=None, neighbours=1)
+    one.fit(history)
+    torch.testing.assert_close(one.score(torch.tensor([0]))[0], torch.tensor([1.0, 0, 0.5, 0]))
+
+
 def test_lightgcn_learns_two_communities_and_is_deterministic() -> None:
     # Users 0-3 like items 0-3, users 4-7 items 4-7; each user misses one item of their group.
     rows = [

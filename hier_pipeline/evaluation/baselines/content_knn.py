@@ -1,5 +1,12 @@
 """Content kNN: items whose text and image resemble what the user engaged with. The one baseline
-that scores cold items as well as warm ones, since it needs nothing but their content."""
+that scores cold items as well as warm ones, since it needs nothing but their content.
+
+Two forms, a grid axis: a profile (the mean of the user's item vectors, one cosine per item) or
+item kNN in content space (each of the user's items passes its weight to its nearest items by
+content), the form practitioners mean by "content kNN". A grocery basket mixes milk, nappies and
+batteries, and its mean resembles none of them: on Complete Journey's tuning window the kNN form
+scored MAP@10 0.026 / recall@50 0.064 where the profile scored 0.017 / 0.035.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +16,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from hier_pipeline.evaluation.baselines.interactions import Interactions, sparse
+from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMatrix, sparse
+from hier_pipeline.evaluation.baselines.itemknn import Neighbours, neighbour_scores
+from hier_pipeline.evaluation.baselines.recommender import Memo
 
 
 def item_vectors(content: Mapping[str, Tensor], num_items: int) -> Tensor:
@@ -30,20 +39,58 @@ def item_vectors(content: Mapping[str, Tensor], num_items: int) -> Tensor:
 
 
 class ContentKNN:
-    """score(u, i) = cos(p_u, v_i), the profile p_u = sum_j w_uj v_j over the user's items, w the
-    stage weights decayed with `half_life_days` (None: no decay); v = `item_vectors`."""
+    """With `neighbours` None: score(u, i) = cos(p_u, v_i), the profile p_u = sum_j w_uj v_j over
+    the user's items. With `neighbours` N: score(u, i) = sum_j w_uj cos(v_j, v_i) over the items i
+    among the N nearest of j (j itself included: an item is its own nearest). w the stage weights
+    decayed with `half_life_days` (None: no decay); v = `item_vectors`.
 
-    def __init__(self, content: Mapping[str, Tensor], half_life_days: float | None = 30.0) -> None:
+    Nearest items are found `chunk` items at a time (chunk x items cosines in memory); they
+    depend on the content alone, so the settings of a grid share them through `memo`.
+    """
+
+    def __init__(
+        self,
+        content: Mapping[str, Tensor],
+        half_life_days: float | None = 30.0,
+        neighbours: int | None = None,
+        chunk: int = 2048,
+        memo: Memo | None = None,
+    ) -> None:
         self.content = content
-        self.half_life_days = half_life_days
+        self.half_life_days, self.neighbours, self.chunk = half_life_days, neighbours, chunk
+        self.memo = memo or Memo()
         self.items = torch.zeros(0, 0)
         self.profiles = torch.zeros(0, 0)
+        self.pairs: PairMatrix | None = None
+        self.similarity: Tensor | None = None  # sparse CSR [items, items] in the kNN form
 
     def fit(self, history: Interactions) -> None:
         self.items = item_vectors(self.content, history.num_items)
-        pairs = history.pair_weights(self.half_life_days)
-        weights = sparse(pairs.user, pairs.item, pairs.value, (pairs.num_users, pairs.num_items))
-        self.profiles = F.normalize(torch.sparse.mm(weights, self.items), dim=1)
+        self.pairs = pairs = history.pair_weights(self.half_life_days)
+        if self.neighbours is None:
+            weights = sparse(
+                pairs.user, pairs.item, pairs.value, (pairs.num_users, pairs.num_items)
+            )
+            self.profiles = F.normalize(torch.sparse.mm(weights, self.items), dim=1)
+            return
+        depth = min(self.neighbours, history.num_items)
+        table = self.memo.get(
+            "content_neighbours",
+            (history.num_items,),
+            lambda: self._nearest(depth),
+            enough=lambda table: table.depth >= depth,
+        )
+        self.similarity = table.matrix(depth, history.num_items)
+
+    def _nearest(self, depth: int) -> Neighbours:
+        parts = []
+        for start in range(0, len(self.items), self.chunk):
+            items = torch.arange(start, min(start + self.chunk, len(self.items)))
+            parts.append(Neighbours.from_rows(items, self.items[items] @ self.items.T, depth))
+        return Neighbours.concat(parts, depth)
 
     def score(self, users: Tensor) -> Tensor:
-        return self.profiles[users] @ self.items.T
+        if self.similarity is None:
+            return self.profiles[users] @ self.items.T
+        assert self.pairs is not None, "fit first"
+        return neighbour_scores(self.pairs.rows(users).to_sparse_csr(), self.similarity)

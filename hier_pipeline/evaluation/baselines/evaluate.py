@@ -93,7 +93,8 @@ class Baseline:
 
 
 def _content_knn(context: Context, setting: Setting) -> Recommender:
-    return ContentKNN(context.content.get(context.graph.metadata.item_type, {}), **setting)
+    content = context.content.get(context.graph.metadata.item_type, {})
+    return ContentKNN(content, memo=context.memo, **setting)
 
 
 def _lightgcn(context: Context, setting: Setting) -> Recommender:
@@ -139,7 +140,9 @@ BASELINES: dict[str, Baseline] = {
     ),
     "content_knn": Baseline(
         _content_knn,
-        profiled_grid({"half_life_days": (7.0, 30.0, None)}, negatives=True),
+        profiled_grid(
+            {"neighbours": (200, 10, None), "half_life_days": (7.0, 30.0, None)}, negatives=True
+        ),
     ),
     "lightgcn": Baseline(_lightgcn, profiled_grid({"num_layers": (1, 2, 3)}), trained=True),
     "graphsage": Baseline(

@@ -28,6 +28,32 @@ class Neighbours:
     rank: Tensor  # 0 for an item's most similar other item
     depth: int  # at most this many per item
 
+    @staticmethod
+    def from_rows(items: Tensor, similarity: Tensor, depth: int) -> Neighbours:
+        """The `depth` most similar others of each of `items`, from their rows of `similarity`
+        (positive similarities only). Shapes: items [C], similarity [C, num_items]."""
+        top = similarity.topk(depth, dim=1)
+        keep = top.values > 0
+        return Neighbours(
+            items.unsqueeze(1).expand_as(keep)[keep],
+            top.indices[keep],
+            top.values[keep],
+            torch.arange(depth).expand_as(keep)[keep],
+            depth,
+        )
+
+    @staticmethod
+    def concat(parts: list[Neighbours], depth: int) -> Neighbours:
+        """The tables of disjoint item chunks as one."""
+        none = torch.zeros(0, dtype=torch.long)
+        return Neighbours(
+            torch.cat([none, *(part.item for part in parts)]),
+            torch.cat([none, *(part.other for part in parts)]),
+            torch.cat([torch.zeros(0), *(part.similarity for part in parts)]),
+            torch.cat([none, *(part.rank for part in parts)]),
+            depth,
+        )
+
     def matrix(self, neighbours: int, num_items: int) -> Tensor:
         """S with each item's `neighbours` best kept: sparse CSR [items, items]."""
         keep = self.rank < neighbours
@@ -85,8 +111,7 @@ class ItemKNN:
         entry_item, entry_user = by_item.indices()
         active = (norm > 0).nonzero().flatten()
         depth = min(self.neighbours, num_items)
-        none = torch.zeros(0, dtype=torch.long)
-        rows, cols, sims, ranks = [none], [none], [torch.zeros(0)], [none]
+        parts = []
         for start in range(0, len(active), self.chunk):
             items = active[start : start + self.chunk]
             lo, hi = torch.searchsorted(entry_item, torch.stack([items[0], items[-1] + 1])).tolist()
@@ -104,18 +129,17 @@ class ItemKNN:
                 else:
                     similarity[mine, other] = product.values()
             similarity[torch.arange(len(items)), items] = 0.0
-            top = similarity.topk(depth, dim=1)
-            keep = top.values > 0
-            rows.append(items.unsqueeze(1).expand_as(keep)[keep])
-            cols.append(top.indices[keep])
-            sims.append(top.values[keep])
-            ranks.append(torch.arange(depth).expand_as(keep)[keep])
-        return Neighbours(
-            torch.cat(rows), torch.cat(cols), torch.cat(sims), torch.cat(ranks), depth
-        )
+            parts.append(Neighbours.from_rows(items, similarity, depth))
+        return Neighbours.concat(parts, depth)
 
     def score(self, users: Tensor) -> Tensor:
         assert self.pairs is not None and self.similarity is not None, "fit first"
         own = self.pairs.rows(users).to_sparse_csr()
-        scores = sparse_product(own, self.similarity).to_dense()  # entries x their neighbours
+        scores = neighbour_scores(own, self.similarity)
         return scores + self.self_weight * own.to_dense() if self.self_weight else scores
+
+
+def neighbour_scores(own: Tensor, similarity: Tensor) -> Tensor:
+    """sum_j x_uj S_ji: each user's items passing their weight to their neighbours.
+    Shapes: own sparse CSR [U, items], similarity sparse CSR [items, items] -> dense [U, items]."""
+    return sparse_product(own, similarity).to_dense()  # entries x their neighbours
