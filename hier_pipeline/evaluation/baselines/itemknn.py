@@ -29,16 +29,20 @@ class Neighbours:
     depth: int  # at most this many per item
 
     @staticmethod
-    def from_rows(items: Tensor, similarity: Tensor, depth: int) -> Neighbours:
+    def from_rows(
+        items: Tensor, similarity: Tensor, depth: int, columns: Tensor | None = None
+    ) -> Neighbours:
         """The `depth` most similar others of each of `items`, from their rows of `similarity`
-        (positive similarities only). Shapes: items [C], similarity [C, num_items]."""
-        top = similarity.topk(depth, dim=1)
+        (positive similarities only), whose columns are the items `columns` (None: all, in order).
+        Shapes: items [C], similarity [C, K], columns [K]."""
+        top = similarity.topk(min(depth, similarity.shape[1]), dim=1)
         keep = top.values > 0
+        others = top.indices if columns is None else columns[top.indices]
         return Neighbours(
             items.unsqueeze(1).expand_as(keep)[keep],
-            top.indices[keep],
+            others[keep],
             top.values[keep],
-            torch.arange(depth).expand_as(keep)[keep],
+            torch.arange(keep.shape[1]).expand_as(keep)[keep],
             depth,
         )
 
@@ -109,14 +113,16 @@ class ItemKNN:
         )  # sorted by item, then user
         blocks = [(by_item, False)] + ([(by_item.sign(), True)] if self.shrink else [])
         entry_item, entry_user = by_item.indices()
-        active = (norm > 0).nonzero().flatten()
+        active = (norm > 0).nonzero().flatten()  # the only items with similarities
+        column = torch.full((num_items,), -1, dtype=torch.long)
+        column[active] = torch.arange(len(active))
         depth = min(self.neighbours, num_items)
         parts = []
         for start in range(0, len(active), self.chunk):
             items = active[start : start + self.chunk]
             lo, hi = torch.searchsorted(entry_item, torch.stack([items[0], items[-1] + 1])).tolist()
             local = torch.searchsorted(items, entry_item[lo:hi])
-            similarity = torch.zeros(len(items), num_items)
+            similarity = torch.zeros(len(items), len(active))
             for matrix, counting in blocks:  # cosines, then (with shrink) co-occurrence counts
                 block = sparse(
                     entry_user[lo:hi], local, matrix.values()[lo:hi], (num_users, len(items))
@@ -125,11 +131,11 @@ class ItemKNN:
                 other, mine = product.indices()
                 if counting:
                     count = product.values()
-                    similarity[mine, other] *= count / (count + self.shrink)
+                    similarity[mine, column[other]] *= count / (count + self.shrink)
                 else:
-                    similarity[mine, other] = product.values()
-            similarity[torch.arange(len(items)), items] = 0.0
-            parts.append(Neighbours.from_rows(items, similarity, depth))
+                    similarity[mine, column[other]] = product.values()
+            similarity[torch.arange(len(items)), column[items]] = 0.0
+            parts.append(Neighbours.from_rows(items, similarity, depth, active))
         return Neighbours.concat(parts, depth)
 
     def score(self, users: Tensor) -> Tensor:
