@@ -82,6 +82,29 @@ def test_recommend_orders_ties_by_popularity_then_id_and_excludes() -> None:
     ]
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_recommend_equals_a_full_sort_by_score_then_popularity_then_id(seed: int) -> None:
+    """Random scores with many ties (few distinct values, UNSCORED runs) and excluded items,
+    against Python's sort of every (score, popularity, -id) triple."""
+    generator = torch.Generator().manual_seed(seed)
+    users, items, k = 40, 30, 8
+    scores = torch.randint(0, 4, (users, items), generator=generator).float() / 4
+    scores[torch.rand(users, items, generator=generator) < 0.3] = UNSCORED
+    popularity = torch.randint(0, 3, (items,), generator=generator).float()
+    pairs = (torch.rand(users, items, generator=generator) < 0.2).nonzero()
+    pairs[: items - 3, 0] = 0  # user 0 keeps only 3 candidates: a tail of -1
+    pairs[: items - 3, 1] = torch.arange(items - 3)
+    pairs = pairs.unique(dim=0)
+    exclude = UserItems.from_pairs(pairs[:, 0], pairs[:, 1], users, items)
+    ranked = recommend(Fixed(scores), torch.arange(users), k, popularity, exclude, chunk=7)
+    excluded = set(map(tuple, pairs.tolist()))
+    for user in range(users):
+        candidates = [i for i in range(items) if (user, i) not in excluded]
+        candidates.sort(key=lambda i: (-scores[user, i].item(), -popularity[i].item(), i))
+        expected = (candidates + [-1] * k)[:k]
+        assert ranked[user].tolist() == expected, user
+
+
 def test_pair_weights_decay_by_half_life() -> None:
     history = events([(0, 1, 10.0, 1), (0, 1, 0.0, 0), (1, 0, 20.0, 1)], 2, 2)
     pairs = history.pair_weights(half_life_days=10.0)
