@@ -7,7 +7,8 @@
 Defaults to the synthetic world at scale 1 (generated into the work folder). Prints a markdown
 table of the target (deepest) stage's full-ranking metrics on [t2, end) of the dataset's default
 split for warm users (the window and protocol of `evaluation_report`, `evaluate_models`), the
-cold-item recall, the setting tuning chose and the seconds each baseline took (tuning included);
+cold-item recall, the setting tuning chose and the wall and CPU seconds each baseline took
+(tuning included; CPU seconds over all threads, the steadier figure on a shared machine);
 the protocol is `hier_pipeline.evaluation.baselines.evaluate`'s module doc. `--work` keeps the
 DuckDB file and the content cache between runs.
 """
@@ -19,6 +20,7 @@ import math
 import sys
 import tempfile
 import time
+from itertools import pairwise
 from pathlib import Path
 
 from harness import write_results
@@ -61,6 +63,15 @@ def run(arguments: argparse.Namespace, work: Path) -> int:
     print(f"prepared in {time.perf_counter() - started:.0f} s", flush=True)
     names = arguments.names.split(",") if arguments.names else list(BASELINES)
     split = TemporalSplit(prepared.split.t2, data_end(prepared.graph))
+    cpu_marks = [
+        time.process_time()
+    ]  # CPU seconds of every thread: steadier than wall on a busy box
+
+    def progress(line: str) -> None:
+        cpu_marks.append(time.process_time())
+        print(line, flush=True)
+
+    wall_started = time.perf_counter()
     result = evaluate_baselines(
         prepared.graph,
         prepared.content,
@@ -70,20 +81,23 @@ def run(arguments: argparse.Namespace, work: Path) -> int:
         seed=arguments.seed,
         budget=FitBudget(arguments.steps, arguments.seconds),
         ease_max_items=arguments.ease_max_items,
-        progress=lambda line: print(line, flush=True),
+        progress=progress,
     )
+    wall = time.perf_counter() - wall_started
+    cpu = dict(zip(result.metrics, [b - a for a, b in pairwise(cpu_marks)], strict=True))
     metrics = list(next(iter(result.metrics.values())))
     print(
         f"\nrepeat rate {result.repeat_rate:.3f} -> seen items "
         f"{'excluded' if result.exclude_seen else 'kept'}; {result.num_users} warm users, "
         f"{result.num_cold_users} with cold items\n"
     )
-    print(f"| baseline | {' | '.join(metrics)} | setting | seconds |")
-    print(f"|---|{'---:|' * len(metrics)}---|---:|")
+    print(f"| baseline | {' | '.join(metrics)} | setting | seconds | CPU seconds |")
+    print(f"|---|{'---:|' * len(metrics)}---|---:|---:|")
     for name, row in result.metrics.items():
         cells = " | ".join("-" if math.isnan(row[m]) else f"{row[m]:.4f}" for m in metrics)
         setting = ", ".join(f"{k}={v}" for k, v in result.settings[name].items())
-        print(f"| {name} | {cells} | {setting} | {result.seconds[name]:.0f} |")
+        print(f"| {name} | {cells} | {setting} | {result.seconds[name]:.0f} | {cpu[name]:.0f} |")
+    print(f"\nall baselines: {wall:.0f} s wall, {sum(cpu.values()):.0f} CPU s")
     dataset = str(arguments.dataset or "synthetic scale 1")
     results = {
         "dataset": dataset,
@@ -95,12 +109,15 @@ def run(arguments: argparse.Namespace, work: Path) -> int:
         "num_cold_users": result.num_cold_users,
         "budget": {"steps": arguments.steps, "seconds": arguments.seconds},
         "threads": arguments.threads,
+        "seconds": wall,
+        "cpu_seconds": sum(cpu.values()),
         "rows": {
             name: {
                 "metrics": result.metrics[name],
                 "setting": result.settings[name],
                 "tuning_map@10": [[s, v] for s, v in result.tuning[name].scores],
                 "seconds": result.seconds[name],
+                "cpu_seconds": cpu[name],
             }
             for name in result.metrics
         },
