@@ -1,10 +1,12 @@
-"""One batch through the incremental path: validate it, embed its content, build the graph of its
-rows (apart from the dataset's), embed its entities inductively with the current model from the
-neighbourhoods it draws over both, and give them bags from the current tree.
+"""One batch through the incremental path: validate it on top of the batches accepted since the
+full load, embed its content, build the graph of their rows (apart from the dataset's), embed the
+batch's entities inductively with the current model from the neighbourhoods it draws over both,
+and give them bags from the current tree.
 
-The dataset's entities that the batch's rows point at (the users whose events are in it, an
-advertiser's new products) are embedded again too, as of the batch: their neighbourhood changed,
-and a user who just engaged with new items should be matched to them. Nothing else is recomputed:
+The entities that the batch's rows point at, the dataset's or an earlier batch's (the users whose
+events are in it, yesterday's products that got their first purchases today), are embedded again
+too, as of the batch, from every batch since the full load: their neighbourhood changed, and a
+user who just engaged with new items should be matched to them. Nothing else is recomputed:
 the model, the tree, the dataset's embeddings and tokens stay as they are; what the batch adds is
 one file beside the tokens (`interests/arrivals.py`) that `InterestIndex.open` merges, so the
 retrieval API answers for the new entities, and with the refreshed ones, at once.
@@ -25,11 +27,11 @@ from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.neighbourhood import recent_neighbourhood
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.incremental.accumulated import accept_batch
 from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_content
-from hier_pipeline.incremental.validate import validate_batch
 from hier_pipeline.interests.arrivals import BatchTokens, fingerprint, save_batch_tokens
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
-from hier_pipeline.interests.entities import keys_of_rows, primary_keys
+from hier_pipeline.interests.entities import keys_of_rows
 from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
 from hier_pipeline.model.artifact import load_model
 from hier_pipeline.model.embeddings import role_types
@@ -59,7 +61,7 @@ class BatchUpdate:
     load: LoadReport
     content: ContentArtifact
     entities: dict[str, int]  # node type -> new entities embedded and tokenised
-    refreshed: dict[str, int]  # node type -> the dataset's entities embedded again
+    refreshed: dict[str, int]  # node type -> the dataset's and earlier batches' embedded again
     path: Path  # the batch's tokens file
     seconds: dict[str, float]  # per step
 
@@ -67,8 +69,9 @@ class BatchUpdate:
 def update_batch(
     spec: DatasetSpec, batch: str, current: Current, work: Path, load: LoadReport | None = None
 ) -> BatchUpdate:
-    """Run `batch` through the incremental path; `work` holds its content vectors, and its
-    database unless `load` is the batch's validation (`validate_batch`) done before."""
+    """Run `batch` through the incremental path; `work` holds its content vectors, and the
+    state of the batches since the full load (`accumulated.py`), unless `load` is the batch's
+    validation (`accept_batch`) done before."""
     return _Run(spec, batch, current, work).run(load)
 
 
@@ -86,9 +89,7 @@ class _Run:
     def run(self, load: LoadReport | None) -> BatchUpdate:
         spec, current, work = self.spec, self.current, self.work
         if load is None:
-            load = validate_batch(
-                spec, self.batch, current.warehouse, work / f"{self.batch}.duckdb"
-            )
+            load = accept_batch(spec, self.batch, current.warehouse, work)
             self.lap("validate")
         database = load.database
         content, embedded = extend_content(
@@ -99,7 +100,7 @@ class _Run:
             work / f"{self.batch}_content.pt",
         )
         self.lap("content")
-        batch = batch_rows(spec, current.graph, current.warehouse, database)
+        batch = batch_rows(spec, current.graph, current.warehouse, database, latest=self.batch)
         self.lap("graph")
         roles = role_types(current.graph)
         new = {t: nodes for t, nodes in batch.new_nodes.items() if t in roles}
@@ -111,16 +112,13 @@ class _Run:
             for t in roles
             if t in new or t in refreshed
         }
-        vectors = _embed(current, batch, content, seeds)
+        vectors = _embed(current, batch, content, seeds) if seeds else {}
         self.lap("embed")
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
         config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
         bags = {t: assign_tokens(v, tree, config) for t, v in vectors.items()}
-        keys = primary_keys(database, spec, list(new))  # the batch's rows: its new entities
-        for t, nodes in refreshed.items():
-            rows = current.graph.data[t].row[nodes].tolist()
-            keys[t] = keys.get(t, []) + keys_of_rows(current.warehouse, spec, t, rows)
+        keys = {t: _keys(spec, current, batch, database, t, nodes) for t, nodes in seeds.items()}
         path = save_batch_tokens(
             BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),
             current.folder,
@@ -135,6 +133,34 @@ class _Run:
             path,
             self.seconds,
         )
+
+
+def _keys(
+    spec: DatasetSpec,
+    current: Current,
+    batch: BatchRows,
+    snapshot: Path,
+    node_type: str,
+    nodes: Tensor,
+) -> list[str]:
+    """The primary keys of `nodes`: the dataset's in the warehouse, the batches' in the snapshot."""
+    rows = current.graph.data[node_type].row
+    first = batch.first.get(node_type, len(rows))
+    dataset = nodes < first
+    keys = [""] * len(nodes)
+    for mask, database, found in (
+        (dataset, current.warehouse, lambda n: rows[n]),
+        (~dataset, snapshot, lambda n: batch.rows[node_type].row[n - first]),
+    ):
+        if mask.any():
+            at = mask.nonzero().flatten().tolist()
+            for i, key in zip(
+                at,
+                keys_of_rows(database, spec, node_type, found(nodes[mask]).tolist()),
+                strict=True,
+            ):
+                keys[i] = key
+    return keys
 
 
 def _embed(
