@@ -103,7 +103,7 @@ class _Run:
         batch = batch_rows(spec, current.graph, current.warehouse, database, latest=self.batch)
         self.lap("graph")
         roles = role_types(current.graph)
-        new = {t: nodes for t, nodes in batch.new_nodes.items() if t in roles}
+        new = {t: nodes for t, nodes in batch.new_nodes.items() if t in roles and len(nodes)}
         referenced = batch.referenced(current.graph)
         refreshed = {t: referenced[t] for t in roles if len(referenced.get(t, ()))}
         empty = torch.zeros(0, dtype=torch.int64)
