@@ -78,7 +78,7 @@ def test_a_chain_of_batches_is_served_whole_with_nothing_quarantined(
     """Every row of the three batches is accepted (batch 2's events on batch 1's products
     included), every new product and advertiser is served with a bag at every level, and the
     products of batch 1 are embedded again by batch 2, which brought their first events."""
-    spec, served, _, updates = chain
+    _, served, _, updates = chain
     for update in updates:
         assert {t: r.quarantined for t, r in update.load.tables.items()} == dict.fromkeys(
             update.load.tables, 0
