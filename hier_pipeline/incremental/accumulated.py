@@ -23,6 +23,7 @@ from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.loader import LoadConfig
 from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.dataset.spec import DatasetSpec
+from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.files.atomic import write_atomically
 from hier_pipeline.files.lock import exclusive_lock
 from hier_pipeline.incremental.validate import validate_batch
@@ -44,6 +45,13 @@ class Accumulated:
 def snapshot(work: Path, batch: str) -> Path:
     """The validated rows of every batch since the full load up to `batch`."""
     return work / f"{batch}.duckdb"
+
+
+def accumulated_batches(snapshot: Path) -> set[str]:
+    """The batches whose rows a snapshot holds."""
+    with open_database(snapshot) as connection:
+        rows = connection.execute("SELECT DISTINCT batch FROM meta.accumulated").fetchall()
+    return {str(row[0]) for row in rows}
 
 
 def accept_batch(

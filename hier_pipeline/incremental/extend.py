@@ -54,8 +54,12 @@ class BatchRows:
     @property
     def new_nodes(self) -> dict[str, Tensor]:
         """node type -> the latest batch's nodes, in extended-graph indices."""
+        return self.nodes_from(self.latest)
+
+    def nodes_from(self, start: dict[str, int]) -> dict[str, Tensor]:
+        """node type -> the batches' nodes from `start` on (`first`: every batch's)."""
         return {
-            t: torch.arange(self.latest[t], self.first[t] + int(self.rows[t].num_nodes))
+            t: torch.arange(start[t], self.first[t] + int(self.rows[t].num_nodes))
             for t in self.rows.node_types
         }
 

@@ -27,9 +27,14 @@ from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.neighbourhood import recent_neighbourhood
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
-from hier_pipeline.incremental.accumulated import accept_batch
+from hier_pipeline.incremental.accumulated import accept_batch, accumulated_batches
 from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_content
-from hier_pipeline.interests.arrivals import BatchTokens, fingerprint, save_batch_tokens
+from hier_pipeline.interests.arrivals import (
+    BatchTokens,
+    fingerprint,
+    save_batch_tokens,
+    served_batches,
+)
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
 from hier_pipeline.interests.entities import keys_of_rows
 from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
@@ -62,6 +67,7 @@ class BatchUpdate:
     content: ContentArtifact
     entities: dict[str, int]  # node type -> new entities embedded and tokenised
     refreshed: dict[str, int]  # node type -> the dataset's and earlier batches' embedded again
+    caught_up: list[str]  # earlier batches whose entities were not served, served with these
     path: Path  # the batch's tokens file
     seconds: dict[str, float]  # per step
 
@@ -103,7 +109,12 @@ class _Run:
         batch = batch_rows(spec, current.graph, current.warehouse, database, latest=self.batch)
         self.lap("graph")
         roles = role_types(current.graph)
-        new = {t: nodes for t, nodes in batch.new_nodes.items() if t in roles and len(nodes)}
+        # Earlier batches not served under the current tree (a full run released another since
+        # they came, and did not read them): their entities are embedded again with these.
+        unserved = accumulated_batches(database) - {self.batch}
+        unserved -= served_batches(current.folder, current.tokens.hierarchy)
+        since = batch.nodes_from(batch.first if unserved else batch.latest)
+        new = {t: nodes for t, nodes in since.items() if t in roles and len(nodes)}
         referenced = batch.referenced(current.graph)
         refreshed = {t: referenced[t] for t in roles if len(referenced.get(t, ()))}
         empty = torch.zeros(0, dtype=torch.int64)
@@ -130,6 +141,7 @@ class _Run:
             embedded,
             {t: len(v) for t, v in new.items()},
             {t: len(v) for t, v in refreshed.items()},
+            sorted(unserved),
             path,
             self.seconds,
         )

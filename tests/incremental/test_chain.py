@@ -142,3 +142,28 @@ def test_served_vectors_equal_the_model_over_a_full_rebuild_of_each_prefix(
                 update.batch,
                 node_type,
             )
+
+
+def test_batches_not_served_under_the_current_tree_are_served_with_the_next(
+    chain: tuple[DatasetSpec, Path, Path, list[BatchUpdate]], base: Base, tmp_path: Path
+) -> None:
+    """A release swaps the serving folder, and the batch files with it; the batches since the
+    full load that it did not read lose their tokens. The next batch embeds their entities
+    again, so that they are served, as of it."""
+    spec, served, work, updates = chain
+    folder = tmp_path / "released"
+    shutil.copytree(served, folder)
+    for path in (folder / "batches").iterdir():
+        path.unlink()
+    generate_batch(spec.root, "batch0004", BatchConfig(products_fraction=0.03, seed=4))
+
+    update = update_batch(spec, "batch0004", base.current(folder, tmp_path / "cache"), work)
+
+    assert update.caught_up == list(CHAIN)
+    earlier = {t: sum(u.entities.get(t, 0) for u in updates) for t in ("products", "advertisers")}
+    (served_now,) = load_batch_tokens(folder, base.tokens.load().hierarchy)
+    index = InterestIndex.open(folder)
+    before = set(base.tokens.load().keys["products"])
+    new = [k for k in index.keys["products"] if k not in before]
+    assert update.entities["products"] == len(new) > earlier["products"]
+    assert set(served_now.keys["products"]) >= set(new)
