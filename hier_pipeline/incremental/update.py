@@ -68,6 +68,7 @@ class BatchUpdate:
     entities: dict[str, int]  # node type -> new entities embedded and tokenised
     refreshed: dict[str, int]  # node type -> the dataset's and earlier batches' embedded again
     caught_up: list[str]  # earlier batches whose entities were not served, served with these
+    keys: dict[str, list[str]]  # node type -> the new entities' keys, then those embedded again
     path: Path  # the batch's tokens file
     seconds: dict[str, float]  # per step
 
@@ -142,6 +143,7 @@ class _Run:
             {t: len(v) for t, v in new.items()},
             {t: len(v) for t, v in refreshed.items()},
             sorted(unserved),
+            keys,
             path,
             self.seconds,
         )
