@@ -23,6 +23,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
 
+from hier_pipeline.content.embed import Encoders
 from hier_pipeline.content.tables import ContentArtifact, content_tables, embed_tables
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.dataset.sql import connect, count_rows, quote
@@ -175,13 +176,18 @@ def extend_content(
     batch_database: Path,
     cache_dir: Path,
     path: Path,
+    encoders: Encoders | None = None,
 ) -> tuple[Content, ContentArtifact]:
     """The dataset's content vectors with the batch's rows appended (embedded through the cache,
     so a text or image seen before costs a lookup), and what embedding them took."""
     touched = batch_tables(spec, batch_database)
     wanted = [t for t in content_tables(spec) if t in touched]
     artifact = embed_tables(
-        replace(spec, tables={t: spec.tables[t] for t in wanted}), batch_database, cache_dir, path
+        replace(spec, tables={t: spec.tables[t] for t in wanted}),
+        batch_database,
+        cache_dir,
+        path,
+        encoders,
     )
     added = artifact.load()
     extended = {

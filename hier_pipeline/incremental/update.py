@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from hier_pipeline.content.embed import Encoders
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.dataset.spec import DatasetSpec
@@ -40,6 +41,7 @@ from hier_pipeline.interests.entities import keys_of_rows
 from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
 from hier_pipeline.model.artifact import load_model
 from hier_pipeline.model.embeddings import role_types
+from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.model.train import TrainConfig
@@ -73,18 +75,41 @@ class BatchUpdate:
     seconds: dict[str, float]  # per step
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """What a process that fits batch after batch loads once: the serving model and the content
+    encoders (`worker.py`); a one-shot run loads them for its batch alone."""
+
+    model: GraphEncoder
+    encoders: Encoders
+
+    @classmethod
+    def of(cls, current: Current) -> Loaded:
+        """The model (its shapes come from the graph and content, which a batch extends but does
+        not reshape); the encoders load on their first need."""
+        return cls(load_model(current.model, current.graph, current.content), Encoders())
+
+
 def update_batch(
-    spec: DatasetSpec, batch: str, current: Current, work: Path, load: LoadReport | None = None
+    spec: DatasetSpec,
+    batch: str,
+    current: Current,
+    work: Path,
+    load: LoadReport | None = None,
+    loaded: Loaded | None = None,
 ) -> BatchUpdate:
     """Run `batch` through the incremental path; `work` holds its content vectors, and the
     state of the batches since the full load (`accumulated.py`), unless `load` is the batch's
-    validation (`accept_batch`) done before."""
-    return _Run(spec, batch, current, work).run(load)
+    validation (`accept_batch`) done before; `loaded`: the model and encoders, kept warm."""
+    return _Run(spec, batch, current, work, loaded or Loaded.of(current)).run(load)
 
 
 class _Run:
-    def __init__(self, spec: DatasetSpec, batch: str, current: Current, work: Path) -> None:
+    def __init__(
+        self, spec: DatasetSpec, batch: str, current: Current, work: Path, loaded: Loaded
+    ) -> None:
         self.spec, self.batch, self.current, self.work = spec, batch, current, work
+        self.loaded = loaded
         self.seconds: dict[str, float] = {}
         self.started = time.perf_counter()
 
@@ -105,6 +130,7 @@ class _Run:
             database,
             current.content_cache,
             work / f"{self.batch}_content.pt",
+            self.loaded.encoders,
         )
         self.lap("content")
         batch = batch_rows(spec, current.graph, current.warehouse, database, latest=self.batch)
@@ -124,7 +150,7 @@ class _Run:
             for t in roles
             if t in new or t in refreshed
         }
-        vectors = _embed(current, batch, content, seeds) if seeds else {}
+        vectors = _embed(current, self.loaded.model, batch, content, seeds) if seeds else {}
         self.lap("embed")
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
@@ -179,6 +205,7 @@ def _keys(
 
 def _embed(
     current: Current,
+    model: GraphEncoder,
     batch: BatchRows,
     content: dict[str, dict[str, Tensor]],
     seeds: dict[str, Tensor],
@@ -194,7 +221,6 @@ def _embed(
     near = recent_neighbourhood(graph.data, rows, seeds, current.fanouts, as_of)
     data = near.graph
     context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
-    model = load_model(current.model, graph, content)
     sampler = TemporalNeighborSampler(data, SamplerConfig(current.fanouts, "recent"))
     with torch.inference_mode():
         return {
