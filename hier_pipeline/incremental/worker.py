@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from hier_pipeline.content.image_encoder import ImageEncoder
 from hier_pipeline.content.text_encoder import TextEncoder
 from hier_pipeline.dataset.arrivals import list_batches
 from hier_pipeline.dataset.spec import DatasetSpec
@@ -45,9 +46,14 @@ class ArrivalsWorker:
         self._held: tuple[Hashable, Current, Loaded] | None = None
 
     def warm_up(self) -> None:
-        """Read the state, load the model and the text encoder now, before the first batch."""
+        """Read the state, load the model and the encoders the dataset needs now, before the
+        first batch."""
         _, loaded = self.state()
-        loaded.encoders.text = loaded.encoders.text or TextEncoder()
+        tables = self.spec.tables.values()
+        if any(t.text for t in tables):
+            loaded.encoders.text = loaded.encoders.text or TextEncoder()
+        if any(t.image for t in tables):
+            loaded.encoders.image = loaded.encoders.image or ImageEncoder()
 
     def state(self) -> tuple[Current, Loaded]:
         """The state and what is loaded for it, read again when `version` changed."""
