@@ -140,9 +140,13 @@ class _Run:
         # they came, and did not read them): their entities are embedded again with these.
         unserved = accumulated_batches(database) - {self.batch}
         unserved -= served_batches(current.folder, current.tokens.hierarchy)
-        since = batch.nodes_from(batch.first if unserved else batch.latest)
+        start = batch.first if unserved else batch.latest
+        since = batch.nodes_from(start)
         new = {t: nodes for t, nodes in since.items() if t in roles and len(nodes)}
-        referenced = batch.referenced(current.graph)
+        referenced = {  # those not among the new ones
+            t: nodes[nodes < start[t]] if t in start else nodes
+            for t, nodes in batch.referenced(current.graph).items()
+        }
         refreshed = {t: referenced[t] for t in roles if len(referenced.get(t, ()))}
         empty = torch.zeros(0, dtype=torch.int64)
         seeds = {
