@@ -4,14 +4,18 @@ the one-shot path."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pytest
 import torch
 
+from hier_pipeline.cli import main
 from hier_pipeline.dataset import parse_dataset
 from hier_pipeline.incremental.update import Current, update_batch
 from hier_pipeline.incremental.worker import ArrivalsWorker
 from hier_pipeline.interests.arrivals import load_batch_tokens
+from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.release.promotion import PromotionConfig, promote
 from hier_pipeline.synthetic.arrivals import BatchConfig, generate_batch
 from tests.incremental.conftest import Base
@@ -60,3 +64,35 @@ def test_a_worker_fits_batch_after_batch_with_what_it_loaded_once(
     assert ours.keys == theirs.keys
     for node_type, vectors in ours.vectors.items():
         assert torch.equal(vectors, theirs.vectors[node_type]), node_type
+
+
+def test_hier_arrivals_fits_the_pending_batches_over_the_pipeline_outputs(
+    arrivals: Path,
+    base: Base,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`hier arrivals DIR --once` over a home laid out as the assets write it: the batch is
+    fitted, served, and reported in one line."""
+    world = world_without_batches(arrivals, tmp_path / "world")
+    generate_batch(world, config=BatchConfig(products_fraction=0.03, seed=3))
+    home, name = tmp_path / "home", base.spec.name
+    for source, target in (
+        (base.raw.database, home / "warehouse" / f"{name}.duckdb"),
+        (base.graph_artifact.path, home / "graphs" / f"{name}.pt"),
+        (base.graph_artifact.path.parent / "content.pt", home / "content" / f"{name}.pt"),
+    ):
+        target.parent.mkdir(parents=True)
+        shutil.copy(source, target)
+    promote(PASSING, base.model, base.tokens, home / "serving" / name, PromotionConfig(), {})
+    monkeypatch.setenv("HIER_HOME", str(home))
+
+    assert main(["arrivals", str(world), "--once", "--poll", "0"]) == 0
+
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0] == "waiting for batches after none"
+    assert printed[1].startswith("batch0001: new {'advertisers': ")
+    assert " 0 rows quarantined" in printed[1]
+    index = InterestIndex.open(home / "serving" / name)
+    assert len(index.keys["products"]) > len(base.tokens.load().keys["products"])
