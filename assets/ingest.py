@@ -4,8 +4,9 @@ from collections.abc import Iterator
 
 import dagster as dg
 
+from assets.metadata import load_metadata
 from hier_pipeline.dataset import LoadReport, load_dataset
-from hier_pipeline.dataset.inspect import open_readonly, quarantine_preview
+from hier_pipeline.dataset.inspect import open_readonly
 from hier_pipeline.dataset.quality import QUARANTINE_WARN_RATE
 from resources import DatasetResource, StorageResource
 
@@ -37,26 +38,13 @@ def raw_tables(
     """
     spec = dataset.spec()
     report = load_dataset(spec, storage.path("warehouse", f"{spec.name}.duckdb"))
-    with open_readonly(report.database) as connection:
-        preview = quarantine_preview(connection)
-    by_reason: dict[str, int] = {}
-    for table in report.tables.values():
-        for reason, count in table.quarantined_by_reason.items():
-            by_reason[reason] = by_reason.get(reason, 0) + count
     context.log.info("loaded %s tables from %s", len(report.tables), dataset.folder())
     return dg.Output(
         report,
         metadata={
             "dataset": spec.name,
             "dataset_folder": dg.MetadataValue.path(str(spec.root)),
-            "database": dg.MetadataValue.path(str(report.database)),
-            "dagster/row_count": sum(t.accepted for t in report.tables.values()),
-            "rows_quarantined": sum(t.quarantined for t in report.tables.values()),
-            "quarantined_by_reason": dg.MetadataValue.json(by_reason),
-            "tables": dg.MetadataValue.md(report.to_markdown()),
-            "quarantine_preview": dg.MetadataValue.md(
-                preview.to_markdown(index=False) if not preview.empty else "nothing quarantined"
-            ),
+            **load_metadata(report),
         },
     )
 

@@ -5,6 +5,9 @@ from collections.abc import Iterable, Sequence
 
 import dagster as dg
 
+from hier_pipeline.dataset import LoadReport
+from hier_pipeline.dataset.inspect import open_readonly, quarantine_preview
+
 
 def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> dg.MetadataValue:
     """First column left-aligned (names), the rest right-aligned (numbers)."""
@@ -17,3 +20,24 @@ def markdown_table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> 
 def png_markdown(png: bytes, alt: str) -> dg.MetadataValue:
     """A plot inline, as a data URI: the UI cannot read files beside the outputs."""
     return dg.MetadataValue.md(f"![{alt}](data:image/png;base64,{base64.b64encode(png).decode()})")
+
+
+def load_metadata(report: LoadReport) -> dict[str, dg.MetadataValue | str | int]:
+    """What a load took in and what it quarantined, with examples naming table, column and row:
+    the same view for the full load and for each batch."""
+    with open_readonly(report.database) as connection:
+        preview = quarantine_preview(connection)
+    by_reason: dict[str, int] = {}
+    for table in report.tables.values():
+        for reason, count in table.quarantined_by_reason.items():
+            by_reason[reason] = by_reason.get(reason, 0) + count
+    return {
+        "database": dg.MetadataValue.path(str(report.database)),
+        "dagster/row_count": sum(t.accepted for t in report.tables.values()),
+        "rows_quarantined": sum(t.quarantined for t in report.tables.values()),
+        "quarantined_by_reason": dg.MetadataValue.json(by_reason),
+        "tables": dg.MetadataValue.md(report.to_markdown()),
+        "quarantine_preview": dg.MetadataValue.md(
+            preview.to_markdown(index=False) if not preview.empty else "nothing quarantined"
+        ),
+    }

@@ -44,6 +44,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     arrive.add_argument("--seed", type=int, default=0)
     arrive.set_defaults(run=_generate_batch)
 
+    worker = commands.add_parser(
+        "arrivals",
+        help="stay up and fit each new batch of incoming/ into the served model and tokens",
+    )
+    worker.add_argument("dataset_dir", type=Path)
+    worker.add_argument("--poll", type=float, default=5.0, help="seconds between looks")
+    worker.add_argument("--once", action="store_true", help="fit the pending batches and exit")
+    worker.set_defaults(run=_arrivals)
+
     train = commands.add_parser(
         "train", help="train the interest model on a dataset folder (torchrun-ready)"
     )
@@ -107,6 +116,25 @@ def _generate_batch(arguments: argparse.Namespace) -> int:
 
     config = BatchConfig(products_fraction=arguments.fraction, seed=arguments.seed)
     print(generate_batch(arguments.dataset_dir, arguments.name, config))
+    return 0
+
+
+def _arrivals(arguments: argparse.Namespace) -> int:
+    """The resident worker over the pipeline's outputs in $HIER_HOME: one line per batch."""
+    from hier_pipeline.incremental.worker import home_worker
+
+    worker = home_worker(parse_dataset(arguments.dataset_dir), default_home())
+    worker.warm_up()
+    print(f"waiting for batches after {worker.after or 'none'}", flush=True)
+    for update in worker.serve(
+        arguments.poll, stop=lambda: arguments.once and not worker.pending()
+    ):
+        quarantined = sum(t.quarantined for t in update.load.tables.values())
+        print(
+            f"{update.batch}: new {update.entities}, embedded again {update.refreshed},"
+            f" {quarantined} rows quarantined, {sum(update.seconds.values()):.1f} s",
+            flush=True,
+        )
     return 0
 
 

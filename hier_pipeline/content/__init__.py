@@ -2,7 +2,13 @@
 content-hash cache, so each distinct text or image is embedded once, ever."""
 
 from hier_pipeline.content.cache import CacheStats, EmbeddingCache, EncodeResult
-from hier_pipeline.content.embed import ContentConfig, ContentEmbeddings, embed_content, join_text
+from hier_pipeline.content.embed import (
+    ContentConfig,
+    ContentEmbeddings,
+    Encoders,
+    embed_content,
+    join_text,
+)
 from hier_pipeline.content.image_encoder import (
     ImageEncoder,
     ImageEncoderConfig,
@@ -19,6 +25,7 @@ __all__ = [
     "ContentEmbeddings",
     "EmbeddingCache",
     "EncodeResult",
+    "Encoders",
     "ImageEncoder",
     "ImageEncoderConfig",
     "ImageError",

@@ -70,16 +70,24 @@ def join_text(frame: pd.DataFrame, columns: Sequence[str]) -> list[str]:
     return ["; ".join(p) for p in parts]
 
 
+@dataclass
+class Encoders:
+    """The text and image encoders, each loaded on its first need and then kept: whatever embeds
+    several tables, or batch after batch (the resident arrivals worker), loads each once (MiniLM
+    takes about a second). One holder serves one `ContentConfig`'s encoder settings."""
+
+    text: TextEncoder | None = None
+    image: ImageEncoder | None = None
+
+
 def embed_content(
-    frame: pd.DataFrame,
-    config: ContentConfig,
-    text_encoder: TextEncoder | None = None,
-    image_encoder: ImageEncoder | None = None,
+    frame: pd.DataFrame, config: ContentConfig, encoders: Encoders | None = None
 ) -> ContentEmbeddings:
     """Embed every entity's text and image, encoding only content the cache has not seen.
 
-    Encoders not passed in are loaded on first need, so a fully cached run loads no model.
+    Encoders not held yet are loaded on first need, so a fully cached run loads no model.
     """
+    held = encoders if encoders is not None else Encoders()
     n = len(frame)
     ids = frame[config.id_column].to_numpy()
     out = ContentEmbeddings(
@@ -94,14 +102,12 @@ def embed_content(
     )
 
     def encode_text(batch: list[bytes]) -> EncodeResult:
-        nonlocal text_encoder
-        text_encoder = text_encoder or TextEncoder(config.text)
-        return text_encoder.encode_items(batch)
+        held.text = held.text or TextEncoder(config.text)
+        return held.text.encode_items(batch)
 
     def encode_images(batch: list[bytes], names: dict[bytes, str]) -> EncodeResult:
-        nonlocal image_encoder
-        image_encoder = image_encoder or ImageEncoder(config.image)
-        return image_encoder.encode_items(batch, [names[b] for b in batch])
+        held.image = held.image or ImageEncoder(config.image)
+        return held.image.encode_items(batch, [names[b] for b in batch])
 
     with tempfile.TemporaryDirectory() as scratch:
         root = config.cache_dir or Path(scratch)

@@ -10,9 +10,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from hier_pipeline.content.embed import ContentConfig, ContentEmbeddings, embed_content
-from hier_pipeline.content.image_encoder import ImageEncoder
-from hier_pipeline.content.text_encoder import TextEncoder, text_char_limit
+from hier_pipeline.content.embed import ContentConfig, ContentEmbeddings, Encoders, embed_content
+from hier_pipeline.content.text_encoder import text_char_limit
 from hier_pipeline.dataset.spec import DatasetSpec, TableSpec
 from hier_pipeline.dataset.sql import open_database, quote
 from hier_pipeline.files.atomic import atomic_path
@@ -47,10 +46,16 @@ def content_tables(spec: DatasetSpec) -> list[str]:
     return [t.name for t in spec.file_tables() if t.text or t.image]
 
 
-def embed_tables(spec: DatasetSpec, database: Path, cache_dir: Path, path: Path) -> ContentArtifact:
-    """Embed every content table (reusing the cache), save the vectors, and describe what happened."""
-    text_encoder: TextEncoder | None = None
-    image_encoder: ImageEncoder | None = None
+def embed_tables(
+    spec: DatasetSpec,
+    database: Path,
+    cache_dir: Path,
+    path: Path,
+    encoders: Encoders | None = None,
+) -> ContentArtifact:
+    """Embed every content table (reusing the cache, and the encoders across tables), save the
+    vectors, and describe what happened."""
+    encoders = encoders if encoders is not None else Encoders()
     vectors: dict[str, dict[str, torch.Tensor]] = {}
     summary: dict[str, TableContent] = {}
     for name in content_tables(spec):
@@ -63,7 +68,7 @@ def embed_tables(spec: DatasetSpec, database: Path, cache_dir: Path, path: Path)
             cache_dir=cache_dir,
         )
         frame, clipped = _read_content(database, table, text_char_limit(config.text))
-        embedded = embed_content(frame, config, text_encoder, image_encoder)
+        embedded = embed_content(frame, config, encoders)
         vectors[name] = _tensors(embedded, with_image=table.image is not None)
         summary[name] = TableContent(
             rows=len(frame),

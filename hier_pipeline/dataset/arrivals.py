@@ -2,8 +2,10 @@
 
 A batch is a folder of files named after tables of dataset.yaml, with the columns that table's
 file has, in the same order (a full run reads them after the table's file as one relation); any
-table may receive rows. A batch's rows may reference the dataset's rows and its own. Image paths in a batch are relative to the dataset folder,
-like every other image path. A batch appears atomically (written under a dot-name, then renamed),
+table may receive rows. A batch's rows may reference the dataset's rows, those of every batch
+accepted since the last full load, and its own. A full load records the batches it read
+(`meta.batches`), which the incremental path then leaves to it. Image paths in a batch are
+relative to the dataset folder, like every other image path. A batch appears atomically (written under a dot-name, then renamed),
 so a reader never sees half of one; dot-folders are ignored. Batches are read in name order.
 """
 
@@ -13,9 +15,12 @@ import re
 from dataclasses import replace
 from pathlib import Path
 
+import duckdb
+
 from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.parse import resolve_file
 from hier_pipeline.dataset.spec import DatasetSpec
+from hier_pipeline.dataset.sql import open_database
 
 INCOMING = "incoming"
 BATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -100,3 +105,30 @@ def with_batches(spec: DatasetSpec) -> DatasetSpec:
         for name, table in spec.tables.items()
     }
     return replace(spec, tables=tables)
+
+
+def read_batches(spec: DatasetSpec) -> list[str]:
+    """The batches whose files `spec` reads (those `with_batches` added), in name order."""
+    return sorted({path.parent.name for t in spec.tables.values() for path in t.batch_files})
+
+
+def record_batches(connection: duckdb.DuckDBPyConnection, spec: DatasetSpec) -> None:
+    """`meta.batches` of a full load: the batches it read, so that the incremental path neither
+    reads them a second time nor builds on rows the load has taken in."""
+    connection.execute(
+        "CREATE TABLE meta.batches AS SELECT unnest(?::VARCHAR[]) AS batch", [read_batches(spec)]
+    )
+
+
+def loaded_batches(warehouse: Path) -> set[str]:
+    """The batches a full load read into `warehouse`."""
+    with open_database(warehouse) as connection:
+        try:
+            rows = connection.execute("SELECT batch FROM meta.batches").fetchall()
+        except duckdb.CatalogException:
+            raise DatasetError(
+                "the warehouse does not record which batches it loaded (it was loaded before"
+                " they were recorded): materialize raw_tables again before adding batches",
+                file=str(warehouse),
+            ) from None
+    return {str(row[0]) for row in rows}

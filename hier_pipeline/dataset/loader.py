@@ -1,5 +1,6 @@
 """Load a described dataset into one DuckDB file: accepted rows in schema `raw`, rejected rows in
-`meta.quarantine` with a reason each, and per-table counts in `meta.tables`.
+`meta.quarantine` with a reason each, per-table counts in `meta.tables`, and the `incoming/`
+batches it read in `meta.batches`.
 
 The database is built under a temporary name and renamed into place only when everything
 succeeded, so a failed load never leaves a half-written database behind; a second load of the
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import duckdb
 
+from hier_pipeline.dataset.arrivals import record_batches
 from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.report import LoadReport, TableReport
 from hier_pipeline.dataset.rules import (
@@ -109,6 +111,7 @@ def _load_into(
         "INSERT INTO meta.tables VALUES (?, ?, ?, ?, ?)",
         [[r.table, r.source, r.read, r.accepted, r.quarantined] for r in reports.values()],
     )
+    record_batches(connection, spec)
     return LoadReport(spec.name, database, reports)
 
 

@@ -40,6 +40,17 @@ class LoadReport:
             },
         }
 
+    @classmethod
+    def from_dict(cls, saved: dict) -> LoadReport:
+        """The report `to_dict` wrote."""
+        tables = {
+            name: TableReport(
+                t["table"], t["source"], t["read"], t["accepted"], t["quarantined_by_reason"]
+            )
+            for name, t in saved["tables"].items()
+        }
+        return cls(saved["dataset"], Path(saved["database"]), tables)
+
     def to_markdown(self) -> str:
         lines = [
             "| table | source | read | accepted | quarantined | reasons |",

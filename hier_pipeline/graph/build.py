@@ -64,19 +64,28 @@ class RelationalGraph:
 
 
 def build_graph(
-    spec: DatasetSpec, database: Path, config: GraphConfig = GraphConfig()
+    spec: DatasetSpec,
+    database: Path,
+    config: GraphConfig = GraphConfig(),
+    statistics: dict[str, Statistics] | None = None,
 ) -> RelationalGraph:
-    """Build the graph from a database written by `load_dataset`."""
+    """Build the graph from a database written by `load_dataset`. With `statistics` (another
+    graph's `feature_statistics`) columns are encoded as that graph encoded them, not refitted:
+    the rebuild a model trained on that graph reads as it read its own (the incremental path's
+    reference)."""
     connection = open_database(database, memory_limit=config.memory_limit, threads=config.threads)
     try:
         connection.execute("SET enable_external_access = false")  # `where` predicates stay inside
-        return _build(spec, connection, config)
+        return _build(spec, connection, config, statistics or {})
     finally:
         connection.close()
 
 
 def _build(
-    spec: DatasetSpec, connection: duckdb.DuckDBPyConnection, config: GraphConfig
+    spec: DatasetSpec,
+    connection: duckdb.DuckDBPyConnection,
+    config: GraphConfig,
+    statistics: dict[str, Statistics],
 ) -> RelationalGraph:
     data = HeteroData()
     metadata = GraphMetadata(
@@ -109,6 +118,7 @@ def _build(
             table.time,
             rows,
             config.features,
+            statistics.get(table.name),
         )
         store.x_num = torch.from_numpy(features.x_num)
         store.x_cat = torch.from_numpy(features.x_cat)

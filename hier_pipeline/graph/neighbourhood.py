@@ -100,6 +100,18 @@ class _Extended:
         )
         return int(self.data[edge_type].edge_index.shape[1]), int(added)
 
+    def in_build_order(self, edge_type: EdgeType, index: Tensor) -> Tensor:
+        """Edges (ascending indices) in the order one build of all the rows gives them, which
+        is how a `recent` draw breaks ties of time: a foreign key's by child row (the dataset's
+        before the batches', as here), but `engaged` edges by event table (`edge_source`), then
+        event row, so that a batch's event tied with a later table's event of the dataset is
+        drawn before it, as in a full rebuild, not after."""
+        if "edge_source" not in self.data[edge_type]:
+            return index
+        source = self.edge(edge_type, "edge_source", index).numpy()
+        event = self.edge(edge_type, "edge_event", index).numpy()
+        return index[torch.from_numpy(np.lexsort((event, source)))]
+
     def latest_into(
         self, edge_type: EdgeType, expand: Tensor, fanout: int, before: int
     ) -> tuple[Tensor, Tensor]:
@@ -111,7 +123,7 @@ class _Extended:
         if added:
             into = expand[self.added[edge_type].edge_index[1]].nonzero().flatten()
             candidates.append(base + into)
-        index = torch.cat(candidates)
+        index = self.in_build_order(edge_type, torch.cat(candidates))
         src, dst = self.edge(edge_type, "edge_index", index)
         usable = torch.maximum(  # as `TimeSortedCSR` orders them
             self.edge(edge_type, "edge_time", index),
@@ -122,12 +134,13 @@ class _Extended:
         return index[valid][chosen], src[valid][chosen]
 
     def subgraph(self, edges: dict[EdgeType, Tensor], seeds: dict[str, Tensor]) -> Neighbourhood:
-        """The graph of these edges (ascending indices: their order, and so ties, are kept),
-        their endpoints and the seeds, in the node and edge types of `data`."""
+        """The graph of these edges (in build order: so ties are kept), their endpoints and the
+        seeds, in the node and edge types of `data`."""
         endpoints: dict[str, list[Tensor]] = {t: [] for t in self.size}
         for node_type, nodes in seeds.items():
             endpoints[node_type].append(nodes)
         ends = {}
+        edges = {t: self.in_build_order(t, index) for t, index in edges.items()}
         for edge_type, index in edges.items():
             ends[edge_type] = self.edge(edge_type, "edge_index", index)
             endpoints[edge_type[0]].append(ends[edge_type][0])

@@ -1,14 +1,16 @@
-"""A validated batch's part of the graph, and the content vectors extended with its rows.
+"""The accumulated batches' part of the graph, and the content vectors extended with their rows.
 
-The batch's rows are new nodes after the dataset's (node indices of the dataset never move, so the
-model, the embeddings and the tokens keep pointing at the same entities), with the same column
-encoders, foreign-key edges and `engaged` edges as `graph/build.py` gives them: the builder's own
-functions run over views of the batch's rows, numbered after the warehouse's. They are kept apart
-(`BatchRows`), not appended to the dataset's graph: copying a 20M-row table's tensors to add a
-batch cost more than everything else the batch needs (`graph/neighbourhood.py` reads both side
-by side). Features are normalised with the statistics the graph was built with (those the model
-was trained on), so no query reads the dataset's rows again but the parent lookups of foreign
-keys. Content is embedded for the batch's rows only, through the content-hash cache.
+The rows of every batch accepted since the full load (a snapshot, `validate.py`) are new nodes
+after the dataset's, batch after batch (node indices of the dataset never move, so the model, the
+embeddings and the tokens keep pointing at the same entities; the order is a full load's), with
+the same column encoders, foreign-key edges and `engaged` edges as `graph/build.py` gives them:
+the builder's own functions run over views of the snapshot's rows, numbered after the
+warehouse's. They are kept apart (`BatchRows`), not appended to the dataset's graph: copying a
+20M-row table's tensors to add a batch cost more than everything else the batch needs
+(`graph/neighbourhood.py` reads both side by side). Features are normalised with the statistics
+the graph was built with (those the model was trained on), so no query reads the dataset's rows
+again but the parent lookups of foreign keys. Content is embedded through the content-hash cache:
+only the latest batch's texts and images are new to it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
 
+from hier_pipeline.content.embed import Encoders
 from hier_pipeline.content.tables import ContentArtifact, content_tables, embed_tables
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.dataset.sql import connect, count_rows, quote
@@ -41,32 +44,43 @@ Content = dict[str, dict[str, Tensor]]
 
 @dataclass
 class BatchRows:
-    """The batch's part of the graph on its own: node i of a type in `rows` is node
-    `first[type] + i` of the extended graph, and its edges point at the extended graph's nodes."""
+    """The accumulated batches' part of the graph on its own: node i of a type in `rows` is node
+    `first[type] + i` of the extended graph, and its edges point at the extended graph's nodes;
+    the latest batch's nodes of a type start at `latest[type]`, after the earlier batches'."""
 
     rows: HeteroData  # per touched table: x_num, x_cat, row, time (and stage, negative); edges
-    first: dict[str, int]  # node type -> the batch's first node (the dataset's node count)
+    first: dict[str, int]  # node type -> the batches' first node (the dataset's node count)
+    latest: dict[str, int]  # node type -> the latest batch's first node
 
     @property
     def new_nodes(self) -> dict[str, Tensor]:
-        """node type -> the batch's nodes, in extended-graph indices."""
+        """node type -> the latest batch's nodes, in extended-graph indices."""
+        return self.nodes_from(self.latest)
+
+    def nodes_from(self, start: dict[str, int]) -> dict[str, Tensor]:
+        """node type -> the batches' nodes from `start` on (`first`: every batch's)."""
         return {
-            t: torch.arange(self.first[t], self.first[t] + int(self.rows[t].num_nodes))
+            t: torch.arange(start[t], self.first[t] + int(self.rows[t].num_nodes))
             for t in self.rows.node_types
         }
 
     def referenced(self, graph: RelationalGraph) -> dict[str, Tensor]:
-        """node type -> the dataset's nodes that a batch row points at by a foreign key."""
+        """node type -> the nodes before the latest batch's (the dataset's, or an earlier
+        batch's) that a row of the latest batch points at. A row never points at a later
+        batch's, so every edge out of a latest-batch node into an earlier node is one of them."""
         found: dict[str, list[Tensor]] = {}
         for (child, _, parent), store in self.rows.edge_items():
-            if child in self.first and parent in graph.data.node_types:
-                parents = store.edge_index[1]
-                found.setdefault(parent, []).append(parents[parents < graph.data[parent].num_nodes])
+            if child in self.latest and parent in graph.data.node_types:
+                source, target = store.edge_index
+                limit = self.latest.get(parent, int(graph.data[parent].num_nodes))
+                found.setdefault(parent, []).append(
+                    target[(source >= self.latest[child]) & (target < limit)]
+                )
         return {t: torch.cat(nodes).unique() for t, nodes in found.items()}
 
 
 def batch_tables(spec: DatasetSpec, batch_database: Path) -> dict[str, int]:
-    """table -> accepted rows of the batch, for the tables it brings rows to."""
+    """table -> accepted rows of the snapshot's batches, for the tables they bring rows to."""
     with _attached(warehouse=None, batch=batch_database) as connection:
         present = {
             str(row[0])
@@ -85,14 +99,25 @@ def batch_rows(
     warehouse: Path,
     batch_database: Path,
     config: GraphConfig | None = None,
+    latest: str | None = None,
 ) -> BatchRows:
-    """The batch's nodes and the edges they bring, built as `build_graph` builds the dataset's;
-    every query reads the batch's rows only, except the parents a foreign key looks up."""
+    """The snapshot's nodes and the edges they bring, built as `build_graph` builds the
+    dataset's; every query reads the snapshot's rows only, except the parents a foreign key
+    looks up. `latest`: the batch whose rows are new (None: every row of the snapshot)."""
     config = config or GraphConfig()
     touched = batch_tables(spec, batch_database)
     rows = HeteroData()
     first = {name: int(graph.data[name].num_nodes) for name in touched}
     with _attached(warehouse, batch_database) as connection:
+        earlier = dict(
+            connection.execute(
+                "SELECT table_name, sum(rows) FROM batch.meta.accumulated WHERE batch != ?"
+                " GROUP BY table_name",
+                [latest],
+            ).fetchall()
+            if latest is not None
+            else []
+        )
         _union_views(connection, spec, touched)
         columns = {
             t: {
@@ -132,7 +157,7 @@ def batch_rows(
             add_engagements(
                 spec, connection, rows, graph.metadata, "new", {t: first[t] for t in events}
             )
-    return BatchRows(rows, first)
+    return BatchRows(rows, first, {t: n + int(earlier.get(t, 0)) for t, n in first.items()})
 
 
 def _statistics(graph: RelationalGraph, table: str) -> Statistics:
@@ -151,13 +176,18 @@ def extend_content(
     batch_database: Path,
     cache_dir: Path,
     path: Path,
+    encoders: Encoders | None = None,
 ) -> tuple[Content, ContentArtifact]:
     """The dataset's content vectors with the batch's rows appended (embedded through the cache,
     so a text or image seen before costs a lookup), and what embedding them took."""
     touched = batch_tables(spec, batch_database)
     wanted = [t for t in content_tables(spec) if t in touched]
     artifact = embed_tables(
-        replace(spec, tables={t: spec.tables[t] for t in wanted}), batch_database, cache_dir, path
+        replace(spec, tables={t: spec.tables[t] for t in wanted}),
+        batch_database,
+        cache_dir,
+        path,
+        encoders,
     )
     added = artifact.load()
     extended = {
@@ -188,21 +218,16 @@ class _attached:
 def _union_views(
     connection: duckdb.DuckDBPyConnection, spec: DatasetSpec, touched: dict[str, int]
 ) -> None:
-    """`raw.<table>`: the warehouse's rows, then the batch's with `__row` continuing after them,
-    so that every node-order query of the builder sees the batch last; `new.<table>`: the batch's
-    rows alone, with the same `__row`."""
+    """`raw.<table>`: the warehouse's rows, then the snapshot's (their `__row` continues after
+    the warehouse's), so that every node-order query of the builder sees the batches last;
+    `new.<table>`: the snapshot's rows alone."""
     connection.execute("CREATE SCHEMA raw")
     connection.execute("CREATE SCHEMA new")
     for name in spec.tables:
         table = quote(name)
         base = f"SELECT * FROM base.raw.{table}"
         if name in touched:
-            last = connection.execute(
-                f"SELECT coalesce(max(__row), 0) FROM base.raw.{table}"
-            ).fetchone()
-            assert last is not None
-            batch = f"SELECT * REPLACE (__row + {int(last[0])} AS __row) FROM batch.raw.{table}"
-            connection.execute(f"CREATE VIEW new.{table} AS {batch}")
-            base += f" UNION ALL BY NAME {batch}"
+            connection.execute(f"CREATE VIEW new.{table} AS SELECT * FROM batch.raw.{table}")
+            base += f" UNION ALL BY NAME SELECT * FROM new.{table}"
         connection.execute(f"CREATE VIEW raw.{table} AS {base}")
     connection.execute("SET enable_external_access = false")  # `where` predicates stay inside

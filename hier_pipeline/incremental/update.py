@@ -1,10 +1,12 @@
-"""One batch through the incremental path: validate it, embed its content, build the graph of its
-rows (apart from the dataset's), embed its entities inductively with the current model from the
-neighbourhoods it draws over both, and give them bags from the current tree.
+"""One batch through the incremental path: validate it on top of the batches accepted since the
+full load, embed its content, build the graph of their rows (apart from the dataset's), embed the
+batch's entities inductively with the current model from the neighbourhoods it draws over both,
+and give them bags from the current tree.
 
-The dataset's entities that the batch's rows point at (the users whose events are in it, an
-advertiser's new products) are embedded again too, as of the batch: their neighbourhood changed,
-and a user who just engaged with new items should be matched to them. Nothing else is recomputed:
+The entities that the batch's rows point at, the dataset's or an earlier batch's (the users whose
+events are in it, yesterday's products that got their first purchases today), are embedded again
+too, as of the batch, from every batch since the full load: their neighbourhood changed, and a
+user who just engaged with new items should be matched to them. Nothing else is recomputed:
 the model, the tree, the dataset's embeddings and tokens stay as they are; what the batch adds is
 one file beside the tokens (`interests/arrivals.py`) that `InterestIndex.open` merges, so the
 retrieval API answers for the new entities, and with the refreshed ones, at once.
@@ -19,20 +21,27 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from hier_pipeline.content.embed import Encoders
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.neighbourhood import recent_neighbourhood
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.incremental.accumulated import accept_batch, accumulated_batches
 from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_content
-from hier_pipeline.incremental.validate import validate_batch
-from hier_pipeline.interests.arrivals import BatchTokens, fingerprint, save_batch_tokens
+from hier_pipeline.interests.arrivals import (
+    BatchTokens,
+    fingerprint,
+    save_batch_tokens,
+    served_batches,
+)
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
-from hier_pipeline.interests.entities import keys_of_rows, primary_keys
+from hier_pipeline.interests.entities import keys_of_rows
 from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
 from hier_pipeline.model.artifact import load_model
 from hier_pipeline.model.embeddings import role_types
+from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.model.train import TrainConfig
@@ -59,22 +68,48 @@ class BatchUpdate:
     load: LoadReport
     content: ContentArtifact
     entities: dict[str, int]  # node type -> new entities embedded and tokenised
-    refreshed: dict[str, int]  # node type -> the dataset's entities embedded again
+    refreshed: dict[str, int]  # node type -> the dataset's and earlier batches' embedded again
+    caught_up: list[str]  # earlier batches whose entities were not served, served with these
+    keys: dict[str, list[str]]  # node type -> the new entities' keys, then those embedded again
     path: Path  # the batch's tokens file
     seconds: dict[str, float]  # per step
 
 
+@dataclass(frozen=True)
+class Loaded:
+    """What a process that fits batch after batch loads once: the serving model and the content
+    encoders (`worker.py`); a one-shot run loads them for its batch alone."""
+
+    model: GraphEncoder
+    encoders: Encoders
+
+    @classmethod
+    def of(cls, current: Current) -> Loaded:
+        """The model (its shapes come from the graph and content, which a batch extends but does
+        not reshape); the encoders load on their first need."""
+        return cls(load_model(current.model, current.graph, current.content), Encoders())
+
+
 def update_batch(
-    spec: DatasetSpec, batch: str, current: Current, work: Path, load: LoadReport | None = None
+    spec: DatasetSpec,
+    batch: str,
+    current: Current,
+    work: Path,
+    load: LoadReport | None = None,
+    loaded: Loaded | None = None,
 ) -> BatchUpdate:
-    """Run `batch` through the incremental path; `work` holds its content vectors, and its
-    database unless `load` is the batch's validation (`validate_batch`) done before."""
-    return _Run(spec, batch, current, work).run(load)
+    """Run `batch` through the incremental path; `work` holds its content vectors, and the
+    state of the batches since the full load (`accumulated.py`), unless `load` is the batch's
+    validation (`accept_batch`) done before; `loaded`: the model and encoders, kept warm."""
+    return _Run(spec, batch, current, work, loaded or Loaded.of(current)).run(load)
 
 
 class _Run:
-    def __init__(self, spec: DatasetSpec, batch: str, current: Current, work: Path) -> None:
+    def __init__(
+        self, spec: DatasetSpec, batch: str, current: Current, work: Path, loaded: Loaded
+    ) -> None:
         self.spec, self.batch, self.current, self.work = spec, batch, current, work
+        self.loaded = loaded
         self.seconds: dict[str, float] = {}
         self.started = time.perf_counter()
 
@@ -86,9 +121,7 @@ class _Run:
     def run(self, load: LoadReport | None) -> BatchUpdate:
         spec, current, work = self.spec, self.current, self.work
         if load is None:
-            load = validate_batch(
-                spec, self.batch, current.warehouse, work / f"{self.batch}.duckdb"
-            )
+            load = accept_batch(spec, self.batch, current.warehouse, work)
             self.lap("validate")
         database = load.database
         content, embedded = extend_content(
@@ -97,13 +130,23 @@ class _Run:
             database,
             current.content_cache,
             work / f"{self.batch}_content.pt",
+            self.loaded.encoders,
         )
         self.lap("content")
-        batch = batch_rows(spec, current.graph, current.warehouse, database)
+        batch = batch_rows(spec, current.graph, current.warehouse, database, latest=self.batch)
         self.lap("graph")
         roles = role_types(current.graph)
-        new = {t: nodes for t, nodes in batch.new_nodes.items() if t in roles}
-        referenced = batch.referenced(current.graph)
+        # Earlier batches not served under the current tree (a full run released another since
+        # they came, and did not read them): their entities are embedded again with these.
+        unserved = accumulated_batches(database) - {self.batch}
+        unserved -= served_batches(current.folder, current.tokens.hierarchy)
+        start = batch.first if unserved else batch.latest
+        since = batch.nodes_from(start)
+        new = {t: nodes for t, nodes in since.items() if t in roles and len(nodes)}
+        referenced = {  # those not among the new ones
+            t: nodes[nodes < start[t]] if t in start else nodes
+            for t, nodes in batch.referenced(current.graph).items()
+        }
         refreshed = {t: referenced[t] for t in roles if len(referenced.get(t, ()))}
         empty = torch.zeros(0, dtype=torch.int64)
         seeds = {
@@ -111,16 +154,13 @@ class _Run:
             for t in roles
             if t in new or t in refreshed
         }
-        vectors = _embed(current, batch, content, seeds)
+        vectors = _embed(current, self.loaded.model, batch, content, seeds) if seeds else {}
         self.lap("embed")
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
         config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
         bags = {t: assign_tokens(v, tree, config) for t, v in vectors.items()}
-        keys = primary_keys(database, spec, list(new))  # the batch's rows: its new entities
-        for t, nodes in refreshed.items():
-            rows = current.graph.data[t].row[nodes].tolist()
-            keys[t] = keys.get(t, []) + keys_of_rows(current.warehouse, spec, t, rows)
+        keys = {t: _keys(spec, current, batch, database, t, nodes) for t, nodes in seeds.items()}
         path = save_batch_tokens(
             BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),
             current.folder,
@@ -132,13 +172,44 @@ class _Run:
             embedded,
             {t: len(v) for t, v in new.items()},
             {t: len(v) for t, v in refreshed.items()},
+            sorted(unserved),
+            keys,
             path,
             self.seconds,
         )
 
 
+def _keys(
+    spec: DatasetSpec,
+    current: Current,
+    batch: BatchRows,
+    snapshot: Path,
+    node_type: str,
+    nodes: Tensor,
+) -> list[str]:
+    """The primary keys of `nodes`: the dataset's in the warehouse, the batches' in the snapshot."""
+    rows = current.graph.data[node_type].row
+    first = batch.first.get(node_type, len(rows))
+    dataset = nodes < first
+    keys = [""] * len(nodes)
+    for mask, database, found in (
+        (dataset, current.warehouse, lambda n: rows[n]),
+        (~dataset, snapshot, lambda n: batch.rows[node_type].row[n - first]),
+    ):
+        if mask.any():
+            at = mask.nonzero().flatten().tolist()
+            for i, key in zip(
+                at,
+                keys_of_rows(database, spec, node_type, found(nodes[mask]).tolist()),
+                strict=True,
+            ):
+                keys[i] = key
+    return keys
+
+
 def _embed(
     current: Current,
+    model: GraphEncoder,
     batch: BatchRows,
     content: dict[str, dict[str, Tensor]],
     seeds: dict[str, Tensor],
@@ -154,7 +225,6 @@ def _embed(
     near = recent_neighbourhood(graph.data, rows, seeds, current.fanouts, as_of)
     data = near.graph
     context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
-    model = load_model(current.model, graph, content)
     sampler = TemporalNeighborSampler(data, SamplerConfig(current.fanouts, "recent"))
     with torch.inference_mode():
         return {

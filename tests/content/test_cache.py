@@ -20,6 +20,7 @@ from hier_pipeline.content import (
     ContentConfig,
     EmbeddingCache,
     EncodeResult,
+    Encoders,
     ImageEncoder,
     TextEncoder,
     embed_content,
@@ -166,7 +167,7 @@ def test_embed_content_reuses_the_cache_and_reports_missing_content(
         image_dir=tmp_path / "images",
         cache_dir=tmp_path / "cache",
     )
-    first = embed_content(frame, config, *encoders)
+    first = embed_content(frame, config, Encoders(*encoders))
     assert first.text.shape == (100, 384)
     assert first.image.shape == (100, 1280)
     assert first.has_text.all()  # #3 still has a brand
@@ -184,7 +185,7 @@ def test_embed_content_reuses_the_cache_and_reports_missing_content(
 
     new = {"product_id": "P100", "title": "a new trail shoe", "brand": None, "image": None}
     grown = pd.concat([frame, pd.DataFrame([new])], ignore_index=True)
-    third = embed_content(grown, config, *encoders)
+    third = embed_content(grown, config, Encoders(*encoders))
     assert third.text_stats.misses == 1
     np.testing.assert_array_equal(third.text[:100], first.text)
 
@@ -193,7 +194,7 @@ def test_entities_without_text_get_mask_false_and_zero_rows(
     encoders: tuple[TextEncoder, ImageEncoder],
 ) -> None:
     frame = pd.DataFrame({"id": [1, 2], "title": ["shoe", "  "], "note": [None, pd.NA]})
-    out = embed_content(frame, ContentConfig(text_columns=("title", "note")), *encoders)
+    out = embed_content(frame, ContentConfig(text_columns=("title", "note")), Encoders(*encoders))
     assert out.has_text.tolist() == [True, False]
     assert not out.text[1].any()
     assert not out.has_image.any()
