@@ -10,6 +10,7 @@ import dagster as dg
 
 from assets.config import HierarchyLaunchConfig, TokenLaunchConfig
 from assets.metadata import markdown_table
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.files.atomic import write_atomically
 from hier_pipeline.graph import GraphArtifact
@@ -37,12 +38,15 @@ def interest_hierarchy(
     storage: StorageResource,
     relational_graph: GraphArtifact,
     entity_embeddings: EmbeddingArtifact,
+    content_embeddings: ContentArtifact,
 ) -> dg.Output[HierarchyArtifact]:
-    """Interest primitives at L levels as a tree, grown by divisive spherical k-means on the item
-    embeddings (each finer primitive has one parent; centroids live in the entities' space), and
-    the interest super-graph: primitives as nodes, PMI-weighted co-engagement edges from the
-    funnel events (deeper stages weigh more) plus parent -> child edges. Its density is compared
-    with the raw user-item graph's, and its stability with a tree grown from another seed."""
+    """Interest primitives at L levels as a tree of semantic IDs: the finest level quantises each
+    item's content fused with its embedding, each coarser level merges the interests below it
+    that the same users engage with (each finer primitive has one parent; centroids live in the
+    entities' space), and the interest super-graph: primitives as nodes, PMI-weighted
+    co-engagement edges from the funnel events (deeper stages weigh more) plus parent -> child
+    edges. Its density is compared with the raw user-item graph's, and its stability with a tree
+    grown from another seed."""
     from hier_pipeline.interests.build import build_interest_hierarchy
 
     spec = dataset.spec()
@@ -52,6 +56,7 @@ def interest_hierarchy(
         relational_graph.load(),
         interest_folder(storage.folder(), spec.name),
         config.to_core(),
+        content_embeddings.load(),
     )
     seconds = time.perf_counter() - started
     context.log.info(

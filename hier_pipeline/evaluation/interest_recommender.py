@@ -76,7 +76,8 @@ class EmbeddingRecommender(Frozen):
 
 class TokenRecommender(Frozen):
     """score(u, i) = the weighted tokens u's and i's Bag-of-Meaning share (`InvertedIndex`):
-    retrieval by interest tokens alone, bags assigned from the same vectors as the embeddings.
+    retrieval by interest tokens alone, bags assigned from the same vectors as the embeddings,
+    each item's bag holding its code in the tree (grown on these items).
 
     Shapes: user_vectors [U, dim] for `users` [U]; item_vectors [I, dim]; both unit norm.
     """
@@ -91,7 +92,8 @@ class TokenRecommender(Frozen):
     ) -> None:
         super().__init__(users)
         self.bags = assign_tokens(user_vectors, tree, config)
-        self.index = InvertedIndex(assign_tokens(item_vectors, tree, config), len(tree.parent))
+        items = assign_tokens(item_vectors, tree, config, tree.members)
+        self.index = InvertedIndex(items, len(tree.parent))
 
     def score(self, users: Tensor) -> Tensor:
         rows = self.rows(users).tolist()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+
+from torch import Tensor
 
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
@@ -16,6 +19,7 @@ from hier_pipeline.interests.artifact import (
     save_tokens,
 )
 from hier_pipeline.interests.entities import item_texts, primary_keys
+from hier_pipeline.interests.events import funnel_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.labels import distinctive_words, nearest_members
 from hier_pipeline.interests.quality import level_agreement
@@ -30,17 +34,22 @@ def build_interest_hierarchy(
     graph: RelationalGraph,
     folder: Path,
     config: HierarchyConfig,
+    content: Mapping[str, Mapping[str, Tensor]] | None = None,
 ) -> HierarchyArtifact:
-    """The tree over the item embeddings, the super-graph of the funnel events, and the stability
-    of the tree: its agreement per level with a second tree grown from the next seed."""
+    """The tree over the items (their embeddings fused with their content, where `content` has
+    the item table; coarser levels from every funnel event), the super-graph of the funnel
+    events, and the stability of the tree: its agreement per level with a second tree grown from
+    the next seed."""
     meta = graph.metadata
     vectors = embeddings.load()
     items = vectors[meta.item_type]
-    hierarchy = build_hierarchy(items, config)
+    item_content = None if content is None else content.get(meta.item_type)
+    events = funnel_events(graph)
+    hierarchy = build_hierarchy(items, config, item_content, events)
     supergraph = build_supergraph(
         graph, hierarchy.path(vectors[meta.user_type]), hierarchy.members, hierarchy
     )
-    other = build_hierarchy(items, replace(config, seed=config.seed + 1))
+    other = build_hierarchy(items, replace(config, seed=config.seed + 1), item_content, events)
     stability = [
         level_agreement(hierarchy.members[:, level], other.members[:, level])
         for level in range(hierarchy.levels)
@@ -62,7 +71,11 @@ def build_interest_tokens(
     warehouse, examples keyed by the items' primary keys."""
     tree = hierarchy.load()
     vectors = embeddings.load()
-    bags = {node_type: assign_tokens(v, tree, config) for node_type, v in vectors.items()}
+    item = spec.roles.item
+    bags = {  # an item's bag holds its own code; the others descend by their vectors
+        node_type: assign_tokens(v, tree, config, tree.members if node_type == item else None)
+        for node_type, v in vectors.items()
+    }
     keys = primary_keys(database, spec, list(vectors))
     item_keys = keys[spec.roles.item]
     nearest = nearest_members(vectors[spec.roles.item], tree, examples)

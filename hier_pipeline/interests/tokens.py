@@ -3,7 +3,7 @@
 The bag descends the tree: level 0 may pick any primitive, level l only children of the bag's
 level-(l-1) tokens, so every token's parent is in the bag too (a bag reads as a few paths, not a
 scatter of unrelated fine interests). The entity's greedy path (`InterestHierarchy.path`) is always
-in the bag; for an item it is its cluster. Weights are a softmax of cosine / temperature over the
+in the bag; for an item of the tree it is its code. Weights are a softmax of cosine / temperature over the
 bag, per level.
 """
 
@@ -44,10 +44,16 @@ class TokenBags:
 
 
 def assign_tokens(
-    vectors: Tensor, hierarchy: InterestHierarchy, config: TokenConfig = TokenConfig()
+    vectors: Tensor,
+    hierarchy: InterestHierarchy,
+    config: TokenConfig = TokenConfig(),
+    path: Tensor | None = None,
 ) -> TokenBags:
-    """The bag of every row of `vectors` (unit norm, in the hierarchy's space)."""
-    path = hierarchy.path(vectors)
+    """The bag of every row of `vectors` (unit norm, in the hierarchy's space). `path`: the rows'
+    own primitives where they have them (the tree's items: their codes, `hierarchy.members`);
+    else their greedy descent. Shapes: vectors [N, d], path [N, L]."""
+    if path is None:
+        path = hierarchy.path(vectors)
     tokens, weights = [], []
     for start in range(0, len(vectors), CHUNK):
         chunk_tokens, chunk_weights = _bags(

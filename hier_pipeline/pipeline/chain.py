@@ -81,7 +81,7 @@ def run_chain(
     )
     clock.lap("embed")
     interests = out_dir / INTERESTS_FOLDER
-    hierarchy = build_interest_hierarchy(embeddings, graph, interests, config.hierarchy)
+    hierarchy = build_interest_hierarchy(embeddings, graph, interests, config.hierarchy, content)
     tokens = build_interest_tokens(
         embeddings, hierarchy, prepared.spec, prepared.database, interests, config.tokens
     )
