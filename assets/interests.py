@@ -107,11 +107,15 @@ def interest_tokens(
     dataset: DatasetResource,
     storage: StorageResource,
     raw_tables: LoadReport,
+    relational_graph: GraphArtifact,
     entity_embeddings: EmbeddingArtifact,
     interest_hierarchy: HierarchyArtifact,
 ) -> dg.Output[TokensArtifact]:
-    """A Bag-of-Meaning for every user, advertiser and item: its top-k primitives per level with
-    softmax weights, descending the tree (`L0:07 L1:07.3 L2:07.3.12`), and the vocabulary: per
+    """A Bag-of-Meaning for every user, advertiser and item, descending the tree
+    (`L0:07 L1:07.3 L2:07.3.12`): an item is its code, one token per level; a user holds the
+    top-k primitives per level of the items they engaged with, weighted by funnel stage and
+    recency (by embedding without events); an advertiser its top-k primitives per level by
+    embedding, with softmax weights. And the vocabulary: per
     token its parent, size, a label of the words that set its items apart (c-TF-IDF over the item
     text) and the items nearest its centroid. `hier interests ...` queries these files."""
     from hier_pipeline.interests.build import build_interest_tokens
@@ -126,6 +130,7 @@ def interest_tokens(
         raw_tables.database,
         folder,
         config.to_core(),
+        graph=relational_graph.load(),
     )
     vocabulary = artifact.vocabulary()
     png = primitive_map(interest_hierarchy.load(), vocabulary["label"].tolist())

@@ -68,7 +68,7 @@ from hier_pipeline.evaluation.uncertainty import (
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
-from hier_pipeline.interests.events import funnel_events
+from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.tokens import TokenConfig
@@ -277,9 +277,14 @@ class _Ours:
                 items,
                 HierarchyConfig(sizes=sizes),
                 self.content.get(self.graph.metadata.item_type),
-                funnel_events(self.graph, before=self.as_of),
+                self.events,
             )
         return self._trees[name]
+
+    @cached_property
+    def events(self) -> FunnelEvents:
+        """The positive funnel events before t2: the trees' coarse levels, the users' bags."""
+        return funnel_events(self.graph, before=self.as_of)
 
     @cached_property
     def interaction_history(self) -> InteractionHistory:
@@ -308,9 +313,13 @@ class _Ours:
 
         def tokens(window: EvaluationWindow) -> Recommender:
             assert self.hierarchy is not None
-            tree = self.tree(OURS, window)
             return TokenRecommender(
-                window.users, *self.vectors(OURS, window), tree, self.hierarchy.tokens
+                window.users,
+                self.vectors(OURS, window)[0],
+                self.tree(OURS, window),
+                self.hierarchy.tokens,
+                self.events,
+                self.as_of,
             )
 
         fitted = {name: by_embedding(name) for name in comparison.models}

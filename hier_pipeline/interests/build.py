@@ -18,13 +18,14 @@ from hier_pipeline.interests.artifact import (
     save_hierarchy,
     save_tokens,
 )
+from hier_pipeline.interests.engaged import entity_bags
 from hier_pipeline.interests.entities import item_texts, primary_keys
-from hier_pipeline.interests.events import funnel_events
+from hier_pipeline.interests.events import funnel_events, no_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.labels import distinctive_words, nearest_members
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.supergraph import build_supergraph, supergraph_stats
-from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
+from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.interests.vocabulary import usage_stats, vocabulary_table
 from hier_pipeline.model.embeddings import EmbeddingArtifact
 
@@ -66,16 +67,17 @@ def build_interest_tokens(
     folder: Path,
     config: TokenConfig,
     examples: int = 3,
+    graph: RelationalGraph | None = None,
 ) -> TokensArtifact:
-    """Bags for every embedded entity, and the vocabulary: labels from the item text in the
-    warehouse, examples keyed by the items' primary keys."""
+    """Bags for every embedded entity (`entity_bags`: users from every funnel event of `graph`;
+    without it, by embedding), and the vocabulary: labels from the item text in the warehouse,
+    examples keyed by the items' primary keys."""
     tree = hierarchy.load()
     vectors = embeddings.load()
-    item = spec.roles.item
-    bags = {  # an item's bag holds its own code; the others descend by their vectors
-        node_type: assign_tokens(v, tree, config, tree.members if node_type == item else None)
-        for node_type, v in vectors.items()
-    }
+    roles = {"user": spec.roles.user, "item": spec.roles.item}
+    events = no_events() if graph is None else funnel_events(graph)
+    as_of = int(events.time.max()) + 1 if len(events) else 0
+    bags = entity_bags(vectors, tree, events, roles, config, as_of)
     keys = primary_keys(database, spec, list(vectors))
     item_keys = keys[spec.roles.item]
     nearest = nearest_members(vectors[spec.roles.item], tree, examples)
@@ -85,7 +87,6 @@ def build_interest_tokens(
         distinctive_words(item_texts(database, spec), tree),
         [[item_keys[i] for i in members] for members in nearest],
     )
-    roles = {"user": spec.roles.user, "item": spec.roles.item}
     if spec.roles.advertiser is not None:
         roles["advertiser"] = spec.roles.advertiser
     tokens = Tokens(bags, keys, roles, embeddings.path, hierarchy.path)
