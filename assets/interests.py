@@ -36,6 +36,7 @@ def interest_hierarchy(
     config: HierarchyLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
+    raw_tables: LoadReport,
     relational_graph: GraphArtifact,
     entity_embeddings: EmbeddingArtifact,
     content_embeddings: ContentArtifact,
@@ -45,18 +46,29 @@ def interest_hierarchy(
     that the same users engage with (each finer primitive has one parent; centroids live in the
     entities' space), and the interest super-graph: primitives as nodes, PMI-weighted
     co-engagement edges from the funnel events (deeper stages weigh more) plus parent -> child
-    edges. Its density is compared with the raw user-item graph's, and its stability with a tree
-    grown from another seed."""
+    edges. Where a tree is served, the new one is refitted from it, so that its tokens keep their
+    meaning (the release counts the ids kept). Its density is compared with the raw user-item
+    graph's, and its stability with a tree grown from another seed."""
     from hier_pipeline.interests.build import build_interest_hierarchy
+    from hier_pipeline.interests.entities import primary_keys
+    from hier_pipeline.interests.matching import load_serving_members
+    from hier_pipeline.release.serving import serving_folder
 
     spec = dataset.spec()
     started = time.perf_counter()
+    item = spec.roles.item
+    previous = load_serving_members(
+        serving_folder(storage.folder(), spec.name),
+        item,
+        primary_keys(raw_tables.database, spec, [item])[item],
+    )
     artifact = build_interest_hierarchy(
         entity_embeddings,
         relational_graph.load(),
         interest_folder(storage.folder(), spec.name),
         config.to_core(),
         content_embeddings.load(),
+        previous,
     )
     seconds = time.perf_counter() - started
     context.log.info(
@@ -81,6 +93,7 @@ def interest_hierarchy(
         metadata={
             "path": dg.MetadataValue.path(str(artifact.path)),
             "primitives_per_level": " / ".join(str(n) for n in artifact.primitives_per_level),
+            "refitted_from_serving_tree": previous is not None,
             "seconds": round(seconds, 2),
             "levels": markdown_table(
                 [

@@ -36,17 +36,18 @@ def build_interest_hierarchy(
     folder: Path,
     config: HierarchyConfig,
     content: Mapping[str, Mapping[str, Tensor]] | None = None,
+    previous: Tensor | None = None,
 ) -> HierarchyArtifact:
     """The tree over the items (their embeddings fused with their content, where `content` has
-    the item table; coarser levels from every funnel event), the super-graph of the funnel
-    events, and the stability of the tree: its agreement per level with a second tree grown from
-    the next seed."""
+    the item table; coarser levels from every funnel event; refitted from the serving tree's
+    `previous` members where given), the super-graph of the funnel events, and the stability of
+    the tree: its agreement per level with a second tree grown afresh from the next seed."""
     meta = graph.metadata
     vectors = embeddings.load()
     items = vectors[meta.item_type]
     item_content = None if content is None else content.get(meta.item_type)
     events = funnel_events(graph)
-    hierarchy = build_hierarchy(items, config, item_content, events)
+    hierarchy = build_hierarchy(items, config, item_content, events, previous)
     supergraph = build_supergraph(
         graph, hierarchy.path(vectors[meta.user_type]), hierarchy.members, hierarchy
     )

@@ -124,17 +124,20 @@ def build_hierarchy(
     config: HierarchyConfig = HierarchyConfig(),
     content: Mapping[str, Tensor] | None = None,
     events: FunnelEvents | None = None,
+    previous: Tensor | None = None,
 ) -> InterestHierarchy:
     """Grow the tree (`growth.py`) on the items' model embeddings fused with their content
     (`content`: the item table's content tensors, rows in node order; None: embeddings alone),
     its coarser levels from who engaged with which item (`events`). Deterministic for a given
-    seed. Shapes: items [N, d] unit norm -> see `InterestHierarchy`.
+    seed. `previous`: each item's primitives in the serving tree (`members`; -1 rows for new
+    items), which is refitted (`growth.warm_labels`) instead of a tree grown afresh.
+    Shapes: items [N, d] unit norm, previous [N, L] -> see `InterestHierarchy`.
     """
     fused = fuse(items, content, config.content_weight)
     generator = torch.Generator().manual_seed(config.seed)
     with one_thread():
         labels = grow_labels(
-            fused, level_sizes(len(items), config), events, generator, config.kmeans
+            fused, level_sizes(len(items), config), events, generator, config.kmeans, previous
         )
     parent, offsets, members = nested_tree(labels)
     return InterestHierarchy(

@@ -53,20 +53,21 @@ def spherical_kmeans(
 ) -> Clusters:
     """Cluster the rows of `x` (unit norm) into at most `k` clusters (fewer only when `x` has
     fewer distinct rows), each point in its nearest cluster with room. Deterministic for a given
-    generator state; `start` (unit-norm centroids, e.g. a previous tree's) replaces the k-means++
-    restarts.
+    generator state; `start` (unit-norm centroids, e.g. a previous tree's; k is then its length)
+    replaces the k-means++ restarts.
 
     Shapes: x [N, d], start [k, d] -> centroids [k', d], labels [N].
     """
     if len(x) == 0 or k < 1:
         raise ValueError(f"cannot cluster {len(x)} points into {k} clusters")
-    k = min(k, len(x))
+    if start is not None:
+        k, starts = len(start), [start]
+    else:
+        k = min(k, len(x))
+        starts = [
+            _kmeans_plus_plus(x, k, generator) for _ in range(config.restarts if k > 1 else 1)
+        ]
     cap = _cap(len(x), k, config.capacity)
-    starts = (
-        [start]
-        if start is not None
-        else [_kmeans_plus_plus(x, k, generator) for _ in range(config.restarts if k > 1 else 1)]
-    )
     best: tuple[float, Tensor] | None = None
     for initial in starts:
         centroids = _lloyd(x, initial, config.iterations, cap)
