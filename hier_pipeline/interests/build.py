@@ -19,10 +19,10 @@ from hier_pipeline.interests.artifact import (
     save_tokens,
 )
 from hier_pipeline.interests.engaged import entity_bags
-from hier_pipeline.interests.entities import item_texts, primary_keys
+from hier_pipeline.interests.entities import item_categories, item_texts, primary_keys
 from hier_pipeline.interests.events import funnel_events, no_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
-from hier_pipeline.interests.labels import distinctive_words, nearest_members
+from hier_pipeline.interests.labels import common_values, distinctive_words, nearest_members
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.supergraph import build_supergraph, supergraph_stats
 from hier_pipeline.interests.tokens import TokenConfig
@@ -71,8 +71,9 @@ def build_interest_tokens(
     graph: RelationalGraph | None = None,
 ) -> TokensArtifact:
     """Bags for every embedded entity (`entity_bags`: users from every funnel event of `graph`;
-    without it, by embedding), and the vocabulary: labels from the item text in the warehouse,
-    examples keyed by the items' primary keys."""
+    without it, by embedding), and the vocabulary: labels from the item table in the warehouse
+    (categorical values most items share, then distinctive words), examples keyed by the items'
+    primary keys."""
     tree = hierarchy.load()
     vectors = embeddings.load()
     roles = {"user": spec.roles.user, "item": spec.roles.item}
@@ -85,7 +86,14 @@ def build_interest_tokens(
     vocabulary = vocabulary_table(
         tree,
         bags,
-        distinctive_words(item_texts(database, spec), tree),
+        [
+            named + words
+            for named, words in zip(
+                common_values(item_categories(database, spec), tree),
+                distinctive_words(item_texts(database, spec), tree),
+                strict=True,
+            )
+        ],
         [[item_keys[i] for i in members] for members in nearest],
     )
     if spec.roles.advertiser is not None:
