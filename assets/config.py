@@ -116,11 +116,6 @@ class HierarchyLaunchConfig(dg.Config):
     seed: int = Field(
         default=0, description="seed of the k-means runs (stability is measured against seed + 1)"
     )
-    content_weight: float = Field(
-        default=0.8,
-        description="share of the item content (text, image) in the metric of the finest codes;"
-        " the rest is the model's item embedding",
-    )
 
     def to_core(self) -> "HierarchyConfig":
         from hier_pipeline.interests.hierarchy import HierarchyConfig
@@ -130,7 +125,6 @@ class HierarchyLaunchConfig(dg.Config):
             items_per_leaf=self.items_per_leaf,
             sizes=tuple(self.sizes) or None,
             seed=self.seed,
-            content_weight=self.content_weight,
         )
 
 
