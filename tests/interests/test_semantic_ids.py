@@ -4,18 +4,31 @@ synthetic world with its briefly trained model."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 
-from hier_pipeline.interests import HierarchyConfig, TokenConfig, assign_tokens, build_hierarchy
+from hier_pipeline.interests import (
+    HierarchyConfig,
+    TokenConfig,
+    assign_tokens,
+    build_hierarchy,
+    find_interest_folder,
+)
+from hier_pipeline.interests.artifact import TOKENS_FILE, load_hierarchy, load_tokens
 from hier_pipeline.interests.engaged import engaged_tokens, event_weights
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.fusion import content_vectors, fuse
 from hier_pipeline.interests.kmeans import KMeansConfig, capped_argmax, spherical_kmeans
-from hier_pipeline.interests.matching import serving_members, stable_token_ids
+from hier_pipeline.interests.matching import (
+    load_serving_members,
+    serving_members,
+    stable_token_ids,
+)
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.tokens import NO_TOKEN, code_bags
-from tests.interests.conftest import InterestInputs
+from tests.interests.conftest import InterestInputs, Materialised
 from tests.interests.planted import planted_vectors
 
 DAY = 86_400
@@ -150,3 +163,16 @@ def test_content_and_events_recover_the_planted_world_where_embeddings_alone_do_
         better = level_agreement(fused.members[:, level], planted)["ami"]
         worse = level_agreement(alone.members[:, level], planted)["ami"]
         assert better >= worse + 0.15, (name, better, worse)
+
+
+def test_a_retrain_starts_from_the_tree_a_folder_serves(
+    materialised: Materialised, tmp_path: Path
+) -> None:
+    folder = find_interest_folder(materialised.home)
+    tokens = load_tokens(folder / TOKENS_FILE)
+    tree = load_hierarchy(tokens.hierarchy)
+    keys = tokens.keys[tokens.roles["item"]]
+    members = load_serving_members(folder, tokens.roles["item"], [*reversed(keys), "new"])
+    assert members is not None
+    assert torch.equal(members[:-1], tree.members.flip(0)) and (members[-1] == -1).all()
+    assert load_serving_members(tmp_path, tokens.roles["item"], keys) is None
