@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
-from scipy.cluster.hierarchy import fcluster, linkage
 from torch import Tensor
 
 from hier_pipeline.interests.events import FunnelEvents
@@ -144,6 +143,8 @@ def token_profiles(fused: Tensor, labels: Tensor, events: FunnelEvents | None) -
 def ward_groups(profiles: Tensor, count: int) -> Tensor:
     """At most `count` groups of the rows by Ward's linkage (Euclidean between unit rows: cosine).
     Shapes: profiles [k, D] -> [k] in 0..count'-1."""
+    from scipy.cluster.hierarchy import fcluster, linkage  # here: queries never grow a tree
+
     if len(profiles) <= count:
         return torch.arange(len(profiles))
     tree = linkage(profiles.double().numpy(), method="ward")
