@@ -46,8 +46,8 @@ def interest_hierarchy(
     that the same users engage with (each finer primitive has one parent; centroids live in the
     entities' space), and the interest super-graph: primitives as nodes, PMI-weighted
     co-engagement edges from the funnel events (deeper stages weigh more) plus parent -> child
-    edges. Where a tree is served, the new one is refitted from it, so that its tokens keep their
-    meaning (the release counts the ids kept). Its density is compared with the raw user-item
+    edges. Where a tree from another model is served, the new one is refitted from it, so that
+    its tokens keep their meaning (the release counts the ids kept). Its density is compared with the raw user-item
     graph's, and its stability with a tree grown from another seed."""
     from hier_pipeline.interests.build import build_interest_hierarchy
     from hier_pipeline.interests.entities import primary_keys
@@ -61,6 +61,7 @@ def interest_hierarchy(
         serving_folder(storage.folder(), spec.name),
         item,
         primary_keys(raw_tables.database, spec, [item])[item],
+        entity_embeddings.load(),
     )
     artifact = build_interest_hierarchy(
         entity_embeddings,

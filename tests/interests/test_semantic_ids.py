@@ -171,8 +171,13 @@ def test_a_retrain_starts_from_the_tree_a_folder_serves(
     folder = find_interest_folder(materialised.home)
     tokens = load_tokens(folder / TOKENS_FILE)
     tree = load_hierarchy(tokens.hierarchy)
-    keys = tokens.keys[tokens.roles["item"]]
-    members = load_serving_members(folder, tokens.roles["item"], [*reversed(keys), "new"])
+    item = tokens.roles["item"]
+    keys = tokens.keys[item]
+    vectors = tokens.vectors()
+    retrained = {t: F.normalize(v + 0.01, dim=1) for t, v in vectors.items()}
+    members = load_serving_members(folder, item, [*reversed(keys), "new"], retrained)
     assert members is not None
     assert torch.equal(members[:-1], tree.members.flip(0)) and (members[-1] == -1).all()
-    assert load_serving_members(tmp_path, tokens.roles["item"], keys) is None
+    # The same embeddings: no retrain, nothing to refit; nothing served: nothing to start from.
+    assert load_serving_members(folder, item, keys, vectors) is None
+    assert load_serving_members(tmp_path, item, keys, retrained) is None
