@@ -10,6 +10,7 @@ import dagster as dg
 
 from assets.config import HierarchyLaunchConfig, TokenLaunchConfig
 from assets.metadata import markdown_table
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.files.atomic import write_atomically
 from hier_pipeline.graph import GraphArtifact
@@ -35,23 +36,40 @@ def interest_hierarchy(
     config: HierarchyLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
+    raw_tables: LoadReport,
     relational_graph: GraphArtifact,
     entity_embeddings: EmbeddingArtifact,
+    content_embeddings: ContentArtifact,
 ) -> dg.Output[HierarchyArtifact]:
-    """Interest primitives at L levels as a tree, grown by divisive spherical k-means on the item
-    embeddings (each finer primitive has one parent; centroids live in the entities' space), and
-    the interest super-graph: primitives as nodes, PMI-weighted co-engagement edges from the
-    funnel events (deeper stages weigh more) plus parent -> child edges. Its density is compared
-    with the raw user-item graph's, and its stability with a tree grown from another seed."""
+    """Interest primitives at L levels as a tree of semantic IDs: the finest level quantises each
+    item's content fused with its embedding, each coarser level merges the interests below it
+    that the same users engage with (each finer primitive has one parent; centroids live in the
+    entities' space), and the interest super-graph: primitives as nodes, PMI-weighted
+    co-engagement edges from the funnel events (deeper stages weigh more) plus parent -> child
+    edges. Where a tree from another model is served, the new one is refitted from it, so that
+    its tokens keep their meaning (the release counts the ids kept). Its density is compared with the raw user-item
+    graph's, and its stability with a tree grown from another seed."""
     from hier_pipeline.interests.build import build_interest_hierarchy
+    from hier_pipeline.interests.entities import primary_keys
+    from hier_pipeline.interests.matching import load_serving_members
+    from hier_pipeline.release.serving import serving_folder
 
     spec = dataset.spec()
     started = time.perf_counter()
+    item = spec.roles.item
+    previous = load_serving_members(
+        serving_folder(storage.folder(), spec.name),
+        item,
+        primary_keys(raw_tables.database, spec, [item])[item],
+        entity_embeddings.load(),
+    )
     artifact = build_interest_hierarchy(
         entity_embeddings,
         relational_graph.load(),
         interest_folder(storage.folder(), spec.name),
         config.to_core(),
+        content_embeddings.load(),
+        previous,
     )
     seconds = time.perf_counter() - started
     context.log.info(
@@ -76,6 +94,7 @@ def interest_hierarchy(
         metadata={
             "path": dg.MetadataValue.path(str(artifact.path)),
             "primitives_per_level": " / ".join(str(n) for n in artifact.primitives_per_level),
+            "refitted_from_serving_tree": previous is not None,
             "seconds": round(seconds, 2),
             "levels": markdown_table(
                 [
@@ -102,11 +121,15 @@ def interest_tokens(
     dataset: DatasetResource,
     storage: StorageResource,
     raw_tables: LoadReport,
+    relational_graph: GraphArtifact,
     entity_embeddings: EmbeddingArtifact,
     interest_hierarchy: HierarchyArtifact,
 ) -> dg.Output[TokensArtifact]:
-    """A Bag-of-Meaning for every user, advertiser and item: its top-k primitives per level with
-    softmax weights, descending the tree (`L0:07 L1:07.3 L2:07.3.12`), and the vocabulary: per
+    """A Bag-of-Meaning for every user, advertiser and item, descending the tree
+    (`L0:07 L1:07.3 L2:07.3.12`): an item is its code, one token per level; a user holds the
+    top-k primitives per level of the items they engaged with, weighted by funnel stage and
+    recency (by embedding without events); an advertiser its top-k primitives per level by
+    embedding, with softmax weights. And the vocabulary: per
     token its parent, size, a label of the words that set its items apart (c-TF-IDF over the item
     text) and the items nearest its centroid. `hier interests ...` queries these files."""
     from hier_pipeline.interests.build import build_interest_tokens
@@ -121,6 +144,7 @@ def interest_tokens(
         raw_tables.database,
         folder,
         config.to_core(),
+        graph=relational_graph.load(),
     )
     vocabulary = artifact.vocabulary()
     png = primitive_map(interest_hierarchy.load(), vocabulary["label"].tolist())

@@ -68,6 +68,7 @@ from hier_pipeline.evaluation.uncertainty import (
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
+from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.tokens import TokenConfig
@@ -232,8 +233,8 @@ def _seed_agreement(tree: InterestHierarchy, other: InterestHierarchy) -> list[f
 
 class _Ours:
     """Our models as of t2: each embeds the window's users and every item once, and each tree
-    the evaluation scores is grown on those item vectors (with the materialised tree's sizes), so
-    the tree sees nothing after t2 either."""
+    the evaluation scores is grown on those item vectors, the items' content and the events
+    before t2 (with the materialised tree's sizes), so the tree sees nothing after t2 either."""
 
     def __init__(
         self,
@@ -272,8 +273,18 @@ class _Ours:
         if name not in self._trees:
             sizes = self.hierarchy.tree.primitives_per_level()
             items = self.vectors(name, window)[1]
-            self._trees[name] = build_hierarchy(items, HierarchyConfig(sizes=sizes))
+            self._trees[name] = build_hierarchy(
+                items,
+                HierarchyConfig(sizes=sizes),
+                self.content.get(self.graph.metadata.item_type),
+                self.events,
+            )
         return self._trees[name]
+
+    @cached_property
+    def events(self) -> FunnelEvents:
+        """The positive funnel events before t2: the trees' coarse levels, the users' bags."""
+        return funnel_events(self.graph, before=self.as_of)
 
     @cached_property
     def interaction_history(self) -> InteractionHistory:
@@ -302,9 +313,13 @@ class _Ours:
 
         def tokens(window: EvaluationWindow) -> Recommender:
             assert self.hierarchy is not None
-            tree = self.tree(OURS, window)
             return TokenRecommender(
-                window.users, *self.vectors(OURS, window), tree, self.hierarchy.tokens
+                window.users,
+                self.vectors(OURS, window)[0],
+                self.tree(OURS, window),
+                self.hierarchy.tokens,
+                self.events,
+                self.as_of,
             )
 
         fitted = {name: by_embedding(name) for name in comparison.models}

@@ -13,8 +13,10 @@ from torch import Tensor
 from hier_pipeline.evaluation.baselines.interactions import Interactions
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.interests.engaged import engaged_tokens
+from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.hierarchy import InterestHierarchy
-from hier_pipeline.interests.tokens import InvertedIndex, TokenConfig, assign_tokens
+from hier_pipeline.interests.tokens import InvertedIndex, TokenConfig, code_bags
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
@@ -76,22 +78,25 @@ class EmbeddingRecommender(Frozen):
 
 class TokenRecommender(Frozen):
     """score(u, i) = the weighted tokens u's and i's Bag-of-Meaning share (`InvertedIndex`):
-    retrieval by interest tokens alone, bags assigned from the same vectors as the embeddings.
+    retrieval by interest tokens alone. An item's bag is its code in the tree (grown on these
+    items); a user's comes from their `events` before `as_of` (by embedding without any).
 
-    Shapes: user_vectors [U, dim] for `users` [U]; item_vectors [I, dim]; both unit norm.
+    Shapes: user_vectors [U, dim] unit norm for `users` [U]; `events` over all users.
     """
 
     def __init__(
         self,
         users: Tensor,
         user_vectors: Tensor,
-        item_vectors: Tensor,
         tree: InterestHierarchy,
         config: TokenConfig,
+        events: FunnelEvents,
+        as_of: int,
     ) -> None:
         super().__init__(users)
-        self.bags = assign_tokens(user_vectors, tree, config)
-        self.index = InvertedIndex(assign_tokens(item_vectors, tree, config), len(tree.parent))
+        mine = events.of_users(users)
+        self.bags = engaged_tokens(user_vectors, mine, tree.members, tree, config, as_of)
+        self.index = InvertedIndex(code_bags(tree.members, config.top_k), len(tree.parent))
 
     def score(self, users: Tensor) -> Tensor:
         rows = self.rows(users).tolist()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
+
+from torch import Tensor
 
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
@@ -15,12 +18,14 @@ from hier_pipeline.interests.artifact import (
     save_hierarchy,
     save_tokens,
 )
-from hier_pipeline.interests.entities import item_texts, primary_keys
+from hier_pipeline.interests.engaged import entity_bags
+from hier_pipeline.interests.entities import item_categories, item_texts, primary_keys
+from hier_pipeline.interests.events import funnel_events, no_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
-from hier_pipeline.interests.labels import distinctive_words, nearest_members
+from hier_pipeline.interests.labels import common_values, distinctive_words, nearest_members
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.supergraph import build_supergraph, supergraph_stats
-from hier_pipeline.interests.tokens import TokenConfig, assign_tokens
+from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.interests.vocabulary import usage_stats, vocabulary_table
 from hier_pipeline.model.embeddings import EmbeddingArtifact
 
@@ -30,17 +35,23 @@ def build_interest_hierarchy(
     graph: RelationalGraph,
     folder: Path,
     config: HierarchyConfig,
+    content: Mapping[str, Mapping[str, Tensor]] | None = None,
+    previous: Tensor | None = None,
 ) -> HierarchyArtifact:
-    """The tree over the item embeddings, the super-graph of the funnel events, and the stability
-    of the tree: its agreement per level with a second tree grown from the next seed."""
+    """The tree over the items (their embeddings fused with their content, where `content` has
+    the item table; coarser levels from every funnel event; refitted from the serving tree's
+    `previous` members where given), the super-graph of the funnel events, and the stability of
+    the tree: its agreement per level with a second tree grown afresh from the next seed."""
     meta = graph.metadata
     vectors = embeddings.load()
     items = vectors[meta.item_type]
-    hierarchy = build_hierarchy(items, config)
+    item_content = None if content is None else content.get(meta.item_type)
+    events = funnel_events(graph)
+    hierarchy = build_hierarchy(items, config, item_content, events, previous)
     supergraph = build_supergraph(
         graph, hierarchy.path(vectors[meta.user_type]), hierarchy.members, hierarchy
     )
-    other = build_hierarchy(items, replace(config, seed=config.seed + 1))
+    other = build_hierarchy(items, replace(config, seed=config.seed + 1), item_content, events)
     stability = [
         level_agreement(hierarchy.members[:, level], other.members[:, level])
         for level in range(hierarchy.levels)
@@ -57,22 +68,34 @@ def build_interest_tokens(
     folder: Path,
     config: TokenConfig,
     examples: int = 3,
+    graph: RelationalGraph | None = None,
 ) -> TokensArtifact:
-    """Bags for every embedded entity, and the vocabulary: labels from the item text in the
-    warehouse, examples keyed by the items' primary keys."""
+    """Bags for every embedded entity (`entity_bags`: users from every funnel event of `graph`;
+    without it, by embedding), and the vocabulary: labels from the item table in the warehouse
+    (categorical values most items share, then distinctive words), examples keyed by the items'
+    primary keys."""
     tree = hierarchy.load()
     vectors = embeddings.load()
-    bags = {node_type: assign_tokens(v, tree, config) for node_type, v in vectors.items()}
+    roles = {"user": spec.roles.user, "item": spec.roles.item}
+    events = no_events() if graph is None else funnel_events(graph)
+    as_of = int(events.time.max()) + 1 if len(events) else 0
+    bags = entity_bags(vectors, tree, events, roles, config, as_of)
     keys = primary_keys(database, spec, list(vectors))
     item_keys = keys[spec.roles.item]
     nearest = nearest_members(vectors[spec.roles.item], tree, examples)
     vocabulary = vocabulary_table(
         tree,
         bags,
-        distinctive_words(item_texts(database, spec), tree),
+        [
+            named + words
+            for named, words in zip(
+                common_values(item_categories(database, spec), tree),
+                distinctive_words(item_texts(database, spec), tree),
+                strict=True,
+            )
+        ],
         [[item_keys[i] for i in members] for members in nearest],
     )
-    roles = {"user": spec.roles.user, "item": spec.roles.item}
     if spec.roles.advertiser is not None:
         roles["advertiser"] = spec.roles.advertiser
     tokens = Tokens(bags, keys, roles, embeddings.path, hierarchy.path)

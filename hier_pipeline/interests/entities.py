@@ -45,3 +45,10 @@ def _column(database: Path, table: str, expression: str) -> list[str]:
             f"SELECT CAST({expression} AS VARCHAR) FROM raw.{quote(table)} ORDER BY __row"
         ).fetchall()
     return [str(row[0]) for row in rows]
+
+
+def item_categories(database: Path, spec: DatasetSpec) -> dict[str, list[str]]:
+    """The item table's declared categorical columns as text, rows in node order (none: {})."""
+    table = spec.tables[spec.roles.item]
+    columns = [c for c, kind in table.columns.items() if kind == "categorical"]
+    return {c: _column(database, table.name, f"coalesce({quote(c)}, '')") for c in columns}

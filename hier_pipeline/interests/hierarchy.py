@@ -1,9 +1,14 @@
-"""Interest primitives at L levels as a tree: divisive spherical k-means over the item embeddings.
+"""Interest primitives at L levels as a tree of semantic IDs over the items.
 
-Items carry the interest semantics (what is bought), so the tree is grown on them: level 0 is
-k-means over all items, and every level-l primitive is split into children by k-means over its
-own items, so each finer primitive has exactly one parent and its centroid lies in the same unit
-sphere as every entity. Users and advertisers are placed in the tree afterwards (`tokens.py`).
+Items carry the interest semantics (what is bought), so the tree is grown on them (`growth.py`):
+the finest level quantises the vector `fusion.py` makes of each item's content and its model
+embedding, and each coarser level merges the interests below it that the same users engage with.
+A level-l token is the prefix of an item's code down to level l: each finer primitive has exactly
+one parent, and a new product is placed by its content before anyone has engaged with it.
+
+A primitive's centroid is the normalised mean of its items' model embeddings: users and
+advertisers live in that space, so they are placed in the tree by it (`tokens.py`), and for a
+tree grown without content the two spaces coincide.
 
 Sizes follow the data unless given: the finest level holds about one primitive per
 `items_per_leaf` items, the coarsest about the square root of that (each coarse primitive then has
@@ -15,12 +20,17 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
-from hier_pipeline.interests.kmeans import KMeansConfig, one_thread, spherical_kmeans
+from hier_pipeline.interests.events import FunnelEvents
+from hier_pipeline.interests.fusion import fuse
+from hier_pipeline.interests.growth import grow_labels, nested_tree
+from hier_pipeline.interests.kmeans import KMeansConfig, one_thread
 
 CHUNK = 4096  # entities scored at once: CHUNK x primitives similarities in memory
 
@@ -33,6 +43,8 @@ class HierarchyConfig:
     sizes: tuple[int, ...] | None = None
     seed: int = 0
     kmeans: KMeansConfig = field(default_factory=KMeansConfig)
+    # Share of the tree's metric taken by content (`fusion.py`); ignored without content.
+    content_weight: float = 0.8
 
 
 def level_sizes(num_items: int, config: HierarchyConfig) -> tuple[int, ...]:
@@ -108,51 +120,49 @@ class InterestHierarchy:
 
 
 def build_hierarchy(
-    items: Tensor, config: HierarchyConfig = HierarchyConfig()
+    items: Tensor,
+    config: HierarchyConfig = HierarchyConfig(),
+    content: Mapping[str, Tensor] | None = None,
+    events: FunnelEvents | None = None,
+    previous: Tensor | None = None,
 ) -> InterestHierarchy:
-    """Grow the tree on unit-norm item embeddings. Deterministic for a given seed.
-
-    Children are ordered by size (largest first, ties by their first item), so token ids are
-    stable for a seed. Shapes: items [N, d] -> see `InterestHierarchy`.
+    """Grow the tree (`growth.py`) on the items' model embeddings fused with their content
+    (`content`: the item table's content tensors, rows in node order; None: embeddings alone),
+    its coarser levels from who engaged with which item (`events`). Deterministic for a given
+    seed. `previous`: each item's primitives in the serving tree (`members`; -1 rows for new
+    items), which is refitted (`growth.warm_labels`) instead of a tree grown afresh.
+    Shapes: items [N, d] unit norm, previous [N, L] -> see `InterestHierarchy`.
     """
-    with one_thread():
-        centroids, parent, offsets = _grow(items, level_sizes(len(items), config), config)
-    members = descend(items, centroids, parent, offsets)
-    return InterestHierarchy(centroids, parent, offsets, token_ids(parent, offsets), members)
-
-
-def _grow(
-    items: Tensor, sizes: tuple[int, ...], config: HierarchyConfig
-) -> tuple[Tensor, Tensor, tuple[int, ...]]:
-    """(centroids, parent, offsets), level by level: each primitive's items split by k-means."""
+    fused = fuse(items, content, config.content_weight)
     generator = torch.Generator().manual_seed(config.seed)
-    centroids: list[Tensor] = []
-    parents: list[Tensor] = []
-    offsets = [0]
-    parent_ids = [-1]  # a virtual root above level 0 ...
-    groups = [torch.arange(len(items))]  # ... and the items under each primitive of the level above
-    for size in sizes:
-        level_centroids, level_parents, next_groups = [], [], []
-        for parent_id, members, children in zip(
-            parent_ids, groups, _allocate(size, groups), strict=True
-        ):
-            clusters = spherical_kmeans(items[members], children, generator, config.kmeans)
-            order = _child_order(clusters.labels, len(clusters.centroids))
-            level_centroids.append(clusters.centroids[order])
-            level_parents.append(torch.full((len(order),), parent_id))
-            next_groups += [members[clusters.labels == c] for c in order.tolist()]
-        centroids.append(torch.cat(level_centroids))
-        parents.append(torch.cat(level_parents))
-        parent_ids = list(range(offsets[-1], offsets[-1] + len(centroids[-1])))
-        offsets.append(parent_ids[-1] + 1)
-        groups = next_groups
-    return torch.cat(centroids), torch.cat(parents), tuple(offsets)
+    with one_thread():
+        labels = grow_labels(
+            fused, level_sizes(len(items), config), events, generator, config.kmeans, previous
+        )
+    parent, offsets, members = nested_tree(labels)
+    return InterestHierarchy(
+        member_means(items, members, len(parent)),
+        parent,
+        offsets,
+        token_ids(parent, offsets),
+        members,
+    )
+
+
+def member_means(items: Tensor, members: Tensor, count: int) -> Tensor:
+    """Each primitive's centroid: the normalised mean of its items' vectors (a primitive without
+    items gets a zero row). Shapes: items [N, d], members [N, L] -> [count, d]."""
+    sums = torch.zeros(count, items.shape[1], dtype=items.dtype)
+    for level in range(members.shape[1]):
+        sums.index_add_(0, members[:, level], items)
+    return F.normalize(sums, dim=1)
 
 
 def descend(vectors: Tensor, centroids: Tensor, parent: Tensor, offsets: tuple[int, ...]) -> Tensor:
-    """Greedy descent: the nearest level-0 primitive, then the nearest of its children, and so on.
-    For the items a tree was grown on this reproduces their clusters (k-means labels are nearest
-    centroids), so an item's path and its cluster memberships are one and the same.
+    """Greedy descent: the nearest level-0 primitive, then the nearest of its children, and so on:
+    where a vector not in the tree (a user, an advertiser, an item that arrived later) belongs.
+    For a tree grown on embeddings alone, without a binding capacity limit, it reproduces the
+    items' own clusters.
 
     Shapes: vectors [N, d] unit norm -> [N, L] primitive indices.
     """
@@ -170,31 +180,6 @@ def descend(vectors: Tensor, centroids: Tensor, parent: Tensor, offsets: tuple[i
     if not parts:
         return torch.zeros(0, len(offsets) - 1, dtype=torch.long)
     return torch.cat(parts)
-
-
-def _allocate(total: int, groups: list[Tensor]) -> list[int]:
-    """Children per parent, proportional to its items (largest remainder), at least one each and
-    never more than its items: a big interest is split finer than a small one."""
-    counts = torch.tensor([len(g) for g in groups], dtype=torch.float64)
-    quota = total * counts / counts.sum()
-    children = quota.floor().clamp(min=1).minimum(counts)
-    remainder = quota - quota.floor()
-    for index in torch.argsort(-remainder, stable=True).tolist():
-        if children.sum() >= total:
-            break
-        if children[index] < counts[index]:
-            children[index] += 1
-    return [int(c) for c in children]
-
-
-def _child_order(labels: Tensor, k: int) -> Tensor:
-    """Cluster ids sorted by size (descending), ties by their first member."""
-    size = torch.bincount(labels, minlength=k)
-    first = torch.full((k,), len(labels), dtype=torch.long).scatter_reduce(
-        0, labels, torch.arange(len(labels)), reduce="amin"
-    )
-    key = -size * (len(labels) + 1) + first
-    return torch.argsort(key)
 
 
 def token_ids(parent: Tensor, offsets: tuple[int, ...]) -> list[str]:

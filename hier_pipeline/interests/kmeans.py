@@ -1,12 +1,19 @@
-"""Spherical k-means: clusters of unit vectors by cosine, seeded, in torch.
+"""Spherical k-means with capacity limits: clusters of unit vectors by cosine, seeded, in torch.
 
 Cosine is the metric the model's embeddings are trained in (users score items by inner product of
 unit vectors), so the centroids are unit vectors of the same space and an entity's nearest
 centroid is its best-scoring primitive.
+
+No cluster may hold more than `capacity` times its fair share (N / k): a point that would
+overfill one goes to its best cluster with room (the least similar members leave first), so no
+interest swallows the catalogue and the tree's capacity is spent where items differ. A limit, not
+a balance: clusters smaller than the cap are left as the data makes them, so a real catalogue's
+uneven departments stay uneven up to the cap.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,10 +25,12 @@ from torch import Tensor
 
 @dataclass(frozen=True)
 class KMeansConfig:
-    """`restarts` independent k-means++ runs; the one with the highest total cosine wins."""
+    """`restarts` independent k-means++ runs; the one with the highest total cosine wins.
+    `capacity`: the most points a cluster may hold, as a multiple of N / k (None: no limit)."""
 
     iterations: int = 50
     restarts: int = 4
+    capacity: float | None = 3.0
 
 
 @dataclass(frozen=True)
@@ -36,24 +45,62 @@ class Clusters:
 
 
 def spherical_kmeans(
-    x: Tensor, k: int, generator: torch.Generator, config: KMeansConfig = KMeansConfig()
+    x: Tensor,
+    k: int,
+    generator: torch.Generator,
+    config: KMeansConfig = KMeansConfig(),
+    start: Tensor | None = None,
 ) -> Clusters:
     """Cluster the rows of `x` (unit norm) into at most `k` clusters (fewer only when `x` has
-    fewer distinct rows). Deterministic for a given generator state.
+    fewer distinct rows), each point in its nearest cluster with room. Deterministic for a given
+    generator state; `start` (unit-norm centroids, e.g. a previous tree's; k is then its length)
+    replaces the k-means++ restarts.
 
-    Shapes: x [N, d] -> centroids [k', d], labels [N].
+    Shapes: x [N, d], start [k, d] -> centroids [k', d], labels [N].
     """
     if len(x) == 0 or k < 1:
         raise ValueError(f"cannot cluster {len(x)} points into {k} clusters")
-    k = min(k, len(x))
+    if start is not None:
+        k, starts = len(start), [start]
+    else:
+        k = min(k, len(x))
+        starts = [
+            _kmeans_plus_plus(x, k, generator) for _ in range(config.restarts if k > 1 else 1)
+        ]
+    cap = _cap(len(x), k, config.capacity)
     best: tuple[float, Tensor] | None = None
-    for _ in range(config.restarts if k > 1 else 1):
-        centroids = _lloyd(x, _kmeans_plus_plus(x, k, generator), config.iterations)
-        score = float((x @ centroids.T).max(dim=1).values.sum())
+    for initial in starts:
+        centroids = _lloyd(x, initial, config.iterations, cap)
+        similarity = x @ centroids.T
+        score = float(similarity.gather(1, capped_argmax(similarity, cap)[:, None]).sum())
         if best is None or score > best[0]:
             best = (score, centroids)
     assert best is not None
-    return _nonempty(x, best[1])
+    return _nonempty(x, best[1], cap)
+
+
+def capped_argmax(similarity: Tensor, cap: int) -> Tensor:
+    """Each row's best column among those with room: columns over `cap` keep their most similar
+    rows and the rest move to their next best, until none is over. Shapes: [N, k] -> [N]."""
+    blocked = torch.zeros_like(similarity, dtype=torch.bool)
+    labels = similarity.argmax(dim=1)
+    while True:
+        counts = torch.bincount(labels, minlength=similarity.shape[1])
+        if counts.max() <= cap:
+            return labels
+        fit = similarity.gather(1, labels[:, None]).squeeze(1)
+        order = torch.argsort(-fit, stable=True)
+        order = order[torch.argsort(labels[order], stable=True)]  # by cluster, best fit first
+        start = torch.cumsum(counts, dim=0) - counts
+        rank = torch.empty_like(labels)
+        rank[order] = torch.arange(len(labels)) - start[labels[order]]
+        evicted = rank >= cap
+        blocked[evicted, labels[evicted]] = True
+        labels = similarity.masked_fill(blocked, -torch.inf).argmax(dim=1)
+
+
+def _cap(n: int, k: int, capacity: float | None) -> int:
+    return n if capacity is None else max(math.ceil(capacity * n / k), math.ceil(n / k))
 
 
 def _kmeans_plus_plus(x: Tensor, k: int, generator: torch.Generator) -> Tensor:
@@ -70,13 +117,14 @@ def _kmeans_plus_plus(x: Tensor, k: int, generator: torch.Generator) -> Tensor:
     return x[chosen].clone()
 
 
-def _lloyd(x: Tensor, centroids: Tensor, iterations: int) -> Tensor:
-    """Assign to the nearest centroid, move each centroid to its members' normalised mean; an
-    emptied cluster restarts at the point its current centroid explains worst."""
+def _lloyd(x: Tensor, centroids: Tensor, iterations: int, cap: int) -> Tensor:
+    """Assign to the nearest centroid with room, move each centroid to its members' normalised
+    mean; an emptied cluster restarts at the point its current centroid explains worst."""
     labels = torch.full((len(x),), -1, dtype=torch.long)
     for _ in range(iterations):
         similarity = x @ centroids.T
-        fit, new_labels = similarity.max(dim=1)
+        new_labels = capped_argmax(similarity, cap)
+        fit = similarity.gather(1, new_labels[:, None]).squeeze(1)
         if torch.equal(new_labels, labels):
             break
         labels = new_labels
@@ -90,9 +138,9 @@ def _lloyd(x: Tensor, centroids: Tensor, iterations: int) -> Tensor:
     return centroids
 
 
-def _nonempty(x: Tensor, centroids: Tensor) -> Clusters:
+def _nonempty(x: Tensor, centroids: Tensor, cap: int) -> Clusters:
     """Final assignment to the returned centroids; clusters left without a point are dropped."""
-    labels = (x @ centroids.T).argmax(dim=1)
+    labels = capped_argmax(x @ centroids.T, cap)
     used = torch.bincount(labels, minlength=len(centroids)) > 0
     relabel = torch.cumsum(used, dim=0) - 1
     return Clusters(centroids[used], relabel[labels])

@@ -1,9 +1,11 @@
-"""Human-readable names for primitives: the words that set a primitive's items apart (c-TF-IDF),
-and the items that sit closest to its centroid."""
+"""Human-readable names for primitives: the values of the item table's categorical columns that
+most of a primitive's items share, the words that set its items apart (c-TF-IDF), and the items
+that sit closest to its centroid."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 import torch
 from sklearn.feature_extraction.text import CountVectorizer
@@ -43,6 +45,30 @@ def distinctive_words(
             best = np.argsort(-row, kind="stable")[:top]
             words.append([str(vocabulary[j]) for j in best if row[j] > 0])
     return words
+
+
+def common_values(
+    columns: dict[str, list[str]], hierarchy: InterestHierarchy, share: float = 0.5
+) -> list[list[str]]:
+    """Per primitive, `column: value` for each categorical column whose most common value among
+    its items covers more than `share` of them (a department most of an interest's products are
+    in names it; a mix names nothing). Columns: name -> values in item order."""
+    named: list[list[str]] = [[] for _ in hierarchy.token_ids]
+    for column, values in columns.items():
+        codes, names = pd.factorize(pd.Series(values))
+        frame = pd.DataFrame(
+            {
+                "token": hierarchy.members.flatten().numpy(),
+                "value": np.repeat(codes, hierarchy.levels),
+            }
+        )
+        frame = frame[frame["value"] >= 0]
+        counts = frame.groupby(["token", "value"]).size()
+        best = counts.groupby(level=0).idxmax()
+        for token, (_, value) in best.items():
+            if counts[(token, value)] > share * int(hierarchy.sizes()[token]) and names[value]:
+                named[int(token)].append(f"{column}: {names[value]}")
+    return named
 
 
 def nearest_members(items: Tensor, hierarchy: InterestHierarchy, count: int = 3) -> list[list[int]]:

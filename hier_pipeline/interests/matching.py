@@ -8,15 +8,22 @@ top-down: the level-0 primitives are paired with the old ones by the Hungarian a
 Jaccard overlap of their items (by key); a child may only take the id of a child of the old
 primitive its parent matched, so ids stay paths. A pair overlapping less than `min_overlap` is no
 match: the new primitive gets a fresh rank under its parent, never a retired id.
+
+A retrain's tree is refitted from the serving one (`serving_members`, `growth.warm_labels`) so
+that most primitives keep their items, and so their ids.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import torch
 from scipy.optimize import linear_sum_assignment
 from torch import Tensor
 
+from hier_pipeline.interests.artifact import TOKENS_FILE, load_hierarchy, load_tokens
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 
 
@@ -89,3 +96,30 @@ def _jaccard(
     size_old = torch.bincount(old_local, minlength=n_old).double()
     union = size_new[:, None] + size_old[None, :] - inter
     return (inter / union.clamp_min(1)).numpy()
+
+
+def serving_members(old: InterestHierarchy, old_keys: list[str], keys: list[str]) -> Tensor:
+    """Each item's primitives in the serving tree `old` (`old_keys`: its items' keys in member
+    order), by key; -1 rows for items it did not have: where a retrain's tree starts from
+    (`build_hierarchy(previous=...)`). Shapes: -> [len(keys), old levels]."""
+    position = {key: i for i, key in enumerate(old_keys)}
+    rows = torch.tensor([position.get(key, -1) for key in keys], dtype=torch.long)
+    members = torch.full((len(keys), old.levels), -1, dtype=torch.long)
+    members[rows >= 0] = old.members[rows[rows >= 0]]
+    return members
+
+
+def load_serving_members(
+    folder: Path, item_type: str, keys: list[str], vectors: Mapping[str, Tensor]
+) -> Tensor | None:
+    """`serving_members` of the tree released in `folder` (a stage or serving folder with
+    tokens); None where nothing is served yet, or where the served tree came from these very
+    embeddings (`vectors`, node type -> [n, d]): without a retrain there is nothing to refit, and
+    the tree grows again exactly as the served one did (so rematerialising changes nothing)."""
+    if not (folder / TOKENS_FILE).is_file():
+        return None
+    tokens = load_tokens(folder / TOKENS_FILE)
+    served = tokens.vectors()
+    if served.keys() == vectors.keys() and all(torch.equal(served[t], vectors[t]) for t in vectors):
+        return None
+    return serving_members(load_hierarchy(tokens.hierarchy), tokens.keys[item_type], keys)

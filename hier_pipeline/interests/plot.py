@@ -13,9 +13,10 @@ MARKERS = "*^o."  # level 0, 1, 2, deeper
 
 def primitive_map(hierarchy: InterestHierarchy, labels: list[str]) -> bytes:
     """PNG: every primitive projected on the first two principal axes of the finest centroids,
-    coloured by its level-0 ancestor, sized by its items; level-0 primitives named by their token
-    and label."""
+    coloured by its level-0 ancestor, sized by its items, joined to its parent; level-0
+    primitives named by their token and label."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.collections import LineCollection
     from matplotlib.figure import Figure
 
     finest = hierarchy.centroids[hierarchy.level(hierarchy.levels - 1)]
@@ -30,6 +31,11 @@ def primitive_map(hierarchy: InterestHierarchy, labels: list[str]) -> bytes:
     FigureCanvasAgg(figure)
     plot = figure.add_subplot()
     colours = root.numpy() % 20
+    child = (hierarchy.parent >= 0).nonzero().flatten()
+    edges = [
+        [points[int(hierarchy.parent[c])], points[int(c)]] for c in child.tolist()
+    ]  # the tree: each primitive joined to its parent
+    plot.add_collection(LineCollection(edges, colors="grey", linewidths=0.4, alpha=0.5))
     for depth in reversed(range(hierarchy.levels)):
         at = (level == depth).numpy()
         plot.scatter(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import torch
 from torch import Tensor
 
+from hier_pipeline.interests.events import funnel_events
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 
 if TYPE_CHECKING:  # the graph package pulls in PyG; queries that load a SuperGraph do not need it
@@ -35,17 +36,6 @@ class SuperGraph:
     tree: Tensor
 
 
-def funnel_events(graph: RelationalGraph) -> tuple[Tensor, Tensor, Tensor]:
-    """(users [E], items [E], stage [E]) of every positive funnel event of the `engaged` edges."""
-    engaged = graph.data[graph.metadata.engaged]
-    positive = (engaged.edge_stage >= 0) & ~engaged.edge_negative
-    return (
-        engaged.edge_index[0, positive],
-        engaged.edge_index[1, positive],
-        engaged.edge_stage[positive],
-    )
-
-
 def build_supergraph(
     graph: RelationalGraph,
     user_path: Tensor,
@@ -54,8 +44,9 @@ def build_supergraph(
     stage_base: float = 2.0,
 ) -> SuperGraph:
     """Shapes: user_path [U, L], item_path [I, L] (each entity's primitive per level)."""
-    users, items, stage = funnel_events(graph)
-    weight = stage_base ** stage.double()
+    events = funnel_events(graph)
+    users, items = events.users, events.items
+    weight = stage_base ** events.stage.double()
     num = len(hierarchy.parent)
     sources, targets = user_path[users].flatten(), item_path[items].flatten()
     weights = weight.repeat_interleave(hierarchy.levels)
@@ -83,7 +74,8 @@ def supergraph_stats(
     """Per level against the raw user-item graph: nodes, edges, density = edges / nodes^2 (raw:
     distinct engaged user-item pairs / (users x items)), and the share of primitives with a
     self-loop (their users engage their items more than chance: a coherent interest)."""
-    users, items, _ = funnel_events(graph)
+    events = funnel_events(graph)
+    users, items = events.users, events.items
     meta = graph.metadata
     num_users, num_items = (int(graph.data[t].num_nodes) for t in (meta.user_type, meta.item_type))
     raw_pairs = len(torch.unique(users * num_items + items))

@@ -19,7 +19,8 @@ def vocabulary_table(
     examples: list[list[str]],
 ) -> pd.DataFrame:
     """Columns: token, level, parent ("" at level 0), items (items on its path), one
-    `<entity type>_bags` count per entity type (bags holding it), label (its distinctive words),
+    `<entity type>_bags` count per entity type (bags holding it), label (`words`: its shared
+    categorical values and distinctive words),
     examples (keys of the items nearest its centroid)."""
     ids = hierarchy.token_ids
     table = pd.DataFrame(

@@ -81,9 +81,15 @@ def run_chain(
     )
     clock.lap("embed")
     interests = out_dir / INTERESTS_FOLDER
-    hierarchy = build_interest_hierarchy(embeddings, graph, interests, config.hierarchy)
+    hierarchy = build_interest_hierarchy(embeddings, graph, interests, config.hierarchy, content)
     tokens = build_interest_tokens(
-        embeddings, hierarchy, prepared.spec, prepared.database, interests, config.tokens
+        embeddings,
+        hierarchy,
+        prepared.spec,
+        prepared.database,
+        interests,
+        config.tokens,
+        graph=graph,
     )
     clock.lap("interests")
     return ChainResult(trained, embeddings, hierarchy, tokens, clock.seconds)

@@ -13,6 +13,7 @@ import pytest
 
 from assets.definitions import defs
 from assets.interests import interest_hierarchy_checks, interest_token_checks
+from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport, load_dataset, parse_dataset
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph import GraphArtifact
@@ -20,7 +21,7 @@ from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.model.embeddings import EmbeddingArtifact
 from hier_pipeline.model.network import ModelConfig
 from hier_pipeline.model.train import TrainConfig
-from hier_pipeline.pipeline.chain import GRAPH_FILE, ChainConfig, run_chain
+from hier_pipeline.pipeline.chain import CONTENT_FILE, GRAPH_FILE, ChainConfig, run_chain
 from hier_pipeline.pipeline.prepare import Prepared
 from resources import DatasetResource, StorageResource
 
@@ -93,6 +94,7 @@ def materialised(
         "raw_tables": interest_inputs.report,
         "relational_graph": interest_inputs.graph,
         "entity_embeddings": interest_inputs.embeddings,
+        "content_embeddings": ContentArtifact(interest_inputs.graph.path.parent / CONTENT_FILE),
     }
     result = dg.materialize(
         [

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from hier_pipeline.interests import HierarchyConfig, build_hierarchy
-from hier_pipeline.interests.supergraph import build_supergraph, funnel_events, supergraph_stats
+from hier_pipeline.interests.events import funnel_events
+from hier_pipeline.interests.supergraph import build_supergraph, supergraph_stats
 from tests.interests.conftest import InterestInputs
 
 
@@ -24,7 +25,8 @@ def test_edges_are_the_positive_pmi_pairs_of_stage_weighted_events(
     supergraph = build_supergraph(graph, users, tree.members, tree)
 
     # The same PMI from pandas, at the finest level.
-    user, item, stage = funnel_events(graph)
+    events = funnel_events(graph)
+    user, item, stage = events.users, events.items, events.stage
     events = pd.DataFrame(
         {"a": users[user, 2].numpy(), "b": tree.members[item, 2].numpy(), "w": 2.0 ** stage.numpy()}
     )

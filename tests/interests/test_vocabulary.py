@@ -1,5 +1,6 @@
-"""The vocabulary: labels are the words that set a primitive's items apart, examples are its
-most central items, parents are checked, usage is summarised per level."""
+"""The vocabulary: labels are the categories most of a primitive's items share and the words that
+set its items apart, examples are its most central items, parents are checked, usage is
+summarised per level."""
 
 from __future__ import annotations
 
@@ -12,12 +13,26 @@ from hier_pipeline.interests import (
     build_hierarchy,
     find_interest_folder,
 )
-from hier_pipeline.interests.labels import distinctive_words, nearest_members
+from hier_pipeline.interests.labels import common_values, distinctive_words, nearest_members
 from hier_pipeline.interests.vocabulary import orphan_tokens, usage_stats, vocabulary_table
 from tests.interests.conftest import Materialised
 from tests.interests.planted import planted_vectors
 
 COLOURS = ["red", "blue", "green"]
+
+
+def test_a_primitive_is_named_by_the_category_most_of_its_items_share() -> None:
+    x, _ = planted_vectors(branching=(2, 2), per_leaf=5)
+    tree = build_hierarchy(x, HierarchyConfig(sizes=(2, 4)))
+    department = [f"d{int(t)}" for t in tree.members[:, 0]]
+    department[0] = "other"  # one stray item does not change the majority
+    mixed = [str(i % 4) for i in range(len(x))]  # no value holds half of any primitive
+    named = common_values({"department": department, "colour": mixed}, tree)
+    for token in range(tree.offsets[1]):
+        assert named[token] == [f"department: d{token}"]
+    for token in range(tree.offsets[1], len(tree.parent)):
+        parent = int(tree.parent[token])
+        assert named[token] == [f"department: d{parent}"]
 
 
 def test_labels_name_what_sets_a_primitive_apart() -> None:

@@ -1,0 +1,99 @@
+"""Bags of Meaning from what an entity engaged with: a user's tokens are the codes of the items
+they viewed, clicked, carted and bought, each event weighted by its funnel stage and its recency.
+
+Why not the user's embedding alone: an embedding averages a user into one point, and its nearest
+primitives are the interests around that point, which for a user of two unrelated interests is
+neither. The events name the interests themselves, at every level, and they weigh a purchase
+over a view and last week over last season. A user without events is placed by embedding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+from torch import Tensor
+
+from hier_pipeline.interests.events import FunnelEvents
+from hier_pipeline.interests.hierarchy import InterestHierarchy
+from hier_pipeline.interests.tokens import (
+    TokenBags,
+    TokenConfig,
+    assign_tokens,
+    bags_by,
+    code_bags,
+)
+
+DAY = 86_400
+
+
+def event_weights(events: FunnelEvents, as_of: int, config: TokenConfig) -> Tensor:
+    """stage_base ** stage x 2 ** (-age / half-life) per event. Shapes: -> [E] float64."""
+    age = (as_of - events.time).clamp_min(0).double()
+    half_life = config.half_life_days * DAY
+    return config.stage_base ** events.stage.double() * torch.exp2(-age / half_life)
+
+
+def engaged_tokens(
+    vectors: Tensor,
+    events: FunnelEvents,
+    codes: Tensor,
+    hierarchy: InterestHierarchy,
+    config: TokenConfig,
+    as_of: int,
+) -> TokenBags:
+    """The bag of every row of `vectors` from its `events` (their `users` index the rows, their
+    `items` index `codes`, the items' primitives per level), weights proportional to the summed
+    event weights per level; rows without an event before `as_of` get `assign_tokens`' bag.
+
+    Shapes: vectors [N, d], codes [items, L] -> TokenBags of N rows.
+    """
+    kept = events.time < as_of
+    users, items = events.users[kept], events.items[kept]
+    weight = event_weights(events, as_of, config)[kept]
+    order = torch.argsort(users, stable=True)
+    users, items, weight = users[order], items[order], weight[order]
+    level_of = hierarchy.level_of()
+
+    def scores(rows: slice, span: slice) -> Tensor:
+        lo, hi = torch.searchsorted(users, torch.tensor([rows.start, rows.stop])).tolist()
+        code = codes[items[lo:hi], int(level_of[span.start])] - span.start
+        summed = torch.zeros(rows.stop - rows.start, span.stop - span.start, dtype=torch.float64)
+        summed.index_put_((users[lo:hi] - rows.start, code), weight[lo:hi], accumulate=True)
+        return summed.masked_fill(summed <= 0, -torch.inf)
+
+    def weigh(values: Tensor) -> Tensor:
+        mass = values.clamp_min(0).nan_to_num(neginf=0.0)
+        return (mass / mass.sum(dim=1, keepdim=True).clamp_min(1e-300)).float()
+
+    bags = bags_by(scores, weigh, len(vectors), hierarchy, config.top_k)
+    silent = torch.bincount(users, minlength=len(vectors)) == 0
+    if silent.any():
+        fallback = assign_tokens(vectors[silent], hierarchy, config)
+        bags.path[silent], bags.tokens[silent] = fallback.path, fallback.tokens
+        bags.weights[silent] = fallback.weights
+    return bags
+
+
+def entity_bags(
+    vectors: Mapping[str, Tensor],
+    hierarchy: InterestHierarchy,
+    events: FunnelEvents,
+    roles: Mapping[str, str],
+    config: TokenConfig,
+    as_of: int,
+) -> dict[str, TokenBags]:
+    """Every entity type's bags: the tree's items are their codes, users are placed by their
+    events before `as_of` (`engaged_tokens`), other entities by their embeddings.
+    `roles`: "user" / "item" -> node type."""
+    bags = {}
+    for node_type, rows in vectors.items():
+        if node_type == roles["item"]:
+            bags[node_type] = code_bags(hierarchy.members, config.top_k)
+        elif node_type == roles["user"]:
+            bags[node_type] = engaged_tokens(
+                rows, events, hierarchy.members, hierarchy, config, as_of
+            )
+        else:
+            bags[node_type] = assign_tokens(rows, hierarchy, config)
+    return bags

@@ -1,0 +1,56 @@
+"""The positive funnel events the interests stage learns from: who engaged with which item, at
+which stage, when. One reader for the super-graph, the tree's coarse levels and the users' bags."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import torch
+from torch import Tensor
+
+if TYPE_CHECKING:  # the graph package pulls in PyG; queries that load a SuperGraph do not need it
+    from hier_pipeline.graph.build import RelationalGraph
+
+
+@dataclass(frozen=True)
+class FunnelEvents:
+    """Shapes: users, items, stage (0 = shallowest), time (epoch seconds): [E] each."""
+
+    users: Tensor
+    items: Tensor
+    stage: Tensor
+    time: Tensor
+
+    def __len__(self) -> int:
+        return len(self.users)
+
+    def of_users(self, users: Tensor) -> FunnelEvents:
+        """The events of `users` only, each user renumbered to its position in `users`."""
+        row = torch.full((int(max(self.users.max(), users.max())) + 1,), -1, dtype=torch.long)
+        row[users] = torch.arange(len(users))
+        keep = row[self.users] >= 0
+        return FunnelEvents(
+            row[self.users[keep]], self.items[keep], self.stage[keep], self.time[keep]
+        )
+
+
+def funnel_events(graph: RelationalGraph, before: int | None = None) -> FunnelEvents:
+    """Every positive funnel event of the `engaged` edges (no "not interested"), strictly before
+    `before` if given."""
+    engaged = graph.data[graph.metadata.engaged]
+    keep = (engaged.edge_stage >= 0) & ~engaged.edge_negative
+    if before is not None:
+        keep &= engaged.edge_time < before
+    return FunnelEvents(
+        engaged.edge_index[0, keep],
+        engaged.edge_index[1, keep],
+        engaged.edge_stage[keep],
+        engaged.edge_time[keep],
+    )
+
+
+def no_events() -> FunnelEvents:
+    """No event at all: every entity is placed by its embedding."""
+    empty = torch.zeros(0, dtype=torch.long)
+    return FunnelEvents(empty, empty, empty, empty)
