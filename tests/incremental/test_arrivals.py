@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 import pandas as pd
@@ -48,17 +49,22 @@ def test_a_new_batch_makes_one_partition_and_one_run_request(arrivals: Path) -> 
         assert isinstance(again, dg.SkipReason)
 
 
-def test_the_run_materialises_only_the_batch_partition_and_serves_it(
-    arrivals: Path, base: Base, tmp_path: Path
-) -> None:
+def served_upstream(base: Base, tmp_path: Path) -> dict[str, Any]:
+    """The assets an arrival batch reads, with the base model and tokens promoted to serving."""
     serving = promote(PASSING, base.model, base.tokens, tmp_path / "serving", PromotionConfig(), {})
-    upstream = {
+    return {
         "raw_tables": base.raw,
         "relational_graph": base.graph_artifact,
         "content_embeddings": ContentArtifact(base.graph_artifact.path.parent / "content.pt"),
         "promoted_interests": serving,
     }
-    folder = serving.folder
+
+
+def test_the_run_materialises_only_the_batch_partition_and_serves_it(
+    arrivals: Path, base: Base, tmp_path: Path
+) -> None:
+    upstream = served_upstream(base, tmp_path)
+    folder = upstream["promoted_interests"].folder
     before = InterestIndex.open(folder)
     served = {p: p.read_bytes() for p in folder.iterdir() if p.is_file()}
     instance = dg.DagsterInstance.ephemeral()
@@ -97,13 +103,7 @@ def test_each_partition_shows_what_its_batch_added_quarantined_and_embedded_agai
     batch's product and one on the rejected product. Its partition shows the batches since the
     full load, the two quarantined rows with their reasons, table, column and row, the product
     added and the first batch's product embedded again; so does its MLflow run."""
-    serving = promote(PASSING, base.model, base.tokens, tmp_path / "serving", PromotionConfig(), {})
-    upstream = {
-        "raw_tables": base.raw,
-        "relational_graph": base.graph_artifact,
-        "content_embeddings": ContentArtifact(base.graph_artifact.path.parent / "content.pt"),
-        "promoted_interests": serving,
-    }
+    upstream = served_upstream(base, tmp_path)
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     materialise = partial(
         _materialise, arrivals, tmp_path, upstream, uri, dg.DagsterInstance.ephemeral()

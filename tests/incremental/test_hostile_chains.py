@@ -12,6 +12,7 @@ import pytest
 
 from hier_pipeline.dataset import DatasetError, LoadReport, load_dataset, parse_dataset
 from hier_pipeline.dataset.arrivals import incoming_folder
+from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.incremental.accumulated import accept_batch, read_state
 from tests.incremental.test_chain import only_batches_up_to, world_without_batches
@@ -56,12 +57,18 @@ def quarantine(report: LoadReport, table: str) -> list[tuple[str, str, str]]:
     return [(str(r[0]), str(r[1]), str(r[2])) for r in rows]
 
 
+def loaded(world: Path, tmp_path: Path) -> tuple[DatasetSpec, Path, Path, int]:
+    """The dataset's spec, its full load, the arrivals' work folder and the highest product id."""
+    spec = parse_dataset(world)
+    warehouse = load_dataset(spec, tmp_path / "warehouse.duckdb").database
+    top = int(pd.read_parquet(world / "products.parquet").product_id.max())
+    return spec, warehouse, tmp_path / "work", top
+
+
 def test_rows_referencing_a_refused_batch_or_rejected_rows_are_quarantined(
     world: Path, tmp_path: Path
 ) -> None:
-    spec = parse_dataset(world)
-    warehouse = load_dataset(spec, tmp_path / "warehouse.duckdb").database
-    work, top = tmp_path / "work", int(pd.read_parquet(world / "products.parquet").product_id.max())
+    spec, warehouse, work, top = loaded(world, tmp_path)
     odd = pd.DataFrame({"order_id": [1]})
     write_batch(world, "batch0001", {"products": new_products(world, top + 1, 2), "orders": odd})
     rejected = new_products(world, top + 3, 2)
@@ -91,9 +98,7 @@ def test_rows_referencing_a_refused_batch_or_rejected_rows_are_quarantined(
 def test_a_key_that_an_earlier_batch_defined_is_quarantined_naming_that_batch(
     world: Path, tmp_path: Path
 ) -> None:
-    spec = parse_dataset(world)
-    warehouse = load_dataset(spec, tmp_path / "warehouse.duckdb").database
-    work, top = tmp_path / "work", int(pd.read_parquet(world / "products.parquet").product_id.max())
+    spec, warehouse, work, top = loaded(world, tmp_path)
     write_batch(world, "batch0001", {"products": new_products(world, top + 1, 2)})
     clashing = new_products(world, top, 3)
     clashing["product_id"] = [top, top + 1, top + 3]  # the dataset's, batch 1's, a new one
@@ -129,9 +134,7 @@ def test_a_batch_arriving_while_a_full_run_loads_is_neither_lost_nor_read_twice(
     Batch 3 (events on batch 2's products) is then accepted in full: batch 2, which the full
     load did not read, was validated again on the new warehouse, and batch 1, which it did
     read, is no longer part of the state. A late run of batch 1 quarantines every row of it."""
-    spec = parse_dataset(world)
-    warehouse = load_dataset(spec, tmp_path / "warehouse.duckdb").database
-    work, top = tmp_path / "work", int(pd.read_parquet(world / "products.parquet").product_id.max())
+    spec, warehouse, work, top = loaded(world, tmp_path)
     write_batch(world, "batch0001", {"products": new_products(world, top + 1, 2)})
     accept_batch(spec, "batch0001", warehouse, work)
     listed = only_batches_up_to(spec, "batch0001")  # what the full run's load reads
