@@ -35,12 +35,9 @@ from pathlib import Path
 from typing import Any
 
 from harness import measure, write_results
+from incremental_quality import BATCH, HELD_OUT, new_item_quality, train_config
 
-BATCH = "batch0001"
 WARM_CACHE = "content_cache_warm"  # the warm run's copy of the cache the full run left
-HELD_OUT = "held_out.parquet"  # user key, item key of the held-out target events
-K = 50
-K_AMONG_NEW = 10  # the new items ranked among themselves (a batch may hold fewer than K)
 
 
 def main() -> int:
@@ -73,7 +70,7 @@ def main() -> int:
     shutil.copytree(out / "content_cache", out / WARM_CACHE)  # as the full run left it
     incremental = measure(_incremental_run, world, out)
     warm = measure(_warm_run, world, out)
-    quality = measure(_quality, world, out)
+    quality = measure(new_item_quality, world, out)
     cold_share = incremental["wall_s"] / full["wall_s"]
     warm_share = warm["batch_wall_s"] / full["wall_s"]
     write_results(
@@ -94,20 +91,6 @@ def main() -> int:
     return 0
 
 
-def _train_config() -> Any:
-    from dataclasses import replace
-
-    from hier_pipeline.model.train import TrainConfig
-
-    epochs, steps = os.environ.get("BENCH_TRAIN", ",").split(",")
-    config = TrainConfig()
-    if epochs:
-        config = replace(config, epochs=int(epochs))
-    if steps:
-        config = replace(config, steps_per_epoch=int(steps))
-    return config
-
-
 def _full_run(folder: str, out: str) -> dict[str, Any]:
     """Every stage on the data without the batch, as a full run (or a retrain) does it."""
     import time
@@ -115,7 +98,7 @@ def _full_run(folder: str, out: str) -> dict[str, Any]:
     from hier_pipeline.pipeline.chain import ChainConfig, run_chain
     from hier_pipeline.pipeline.prepare import prepare
 
-    root, config = Path(out), _train_config()
+    root, config = Path(out), train_config()
     started = time.perf_counter()
     prepared = prepare(Path(folder), root, root / "content_cache")
     seconds = {"load_graph_content": time.perf_counter() - started}
@@ -146,7 +129,7 @@ def _current(root: Path, content_cache: str) -> Any:
         tokens=load_tokens(root / "interests" / "tokens.pt"),
         folder=root / "interests",
         content_cache=root / content_cache,
-        fanouts=_train_config().fanouts,
+        fanouts=train_config().fanouts,
     )
 
 
@@ -197,113 +180,6 @@ def _described(update: Any) -> dict[str, Any]:
         "quarantined": {t: r.quarantined for t, r in update.load.tables.items()},
         "embedded": {t: c.text_misses + c.image_misses for t, c in update.content.tables.items()},
     }
-
-
-def _quality(folder: str, out: str) -> dict[str, Any]:
-    """Recall@50 of the held-out purchases of new items: the incremental embeddings, the same
-    model over a full rebuild with the batch, and the evaluation's cold-start figure."""
-    import pandas as pd
-    import torch
-
-    from hier_pipeline.dataset import load_dataset, parse_dataset
-    from hier_pipeline.dataset.arrivals import with_batches
-    from hier_pipeline.evaluation.compare import Comparison, evaluate_models
-    from hier_pipeline.evaluation.report import OURS
-    from hier_pipeline.graph import build_graph, default_split, load_graph
-    from hier_pipeline.interests.artifact import load_tokens
-    from hier_pipeline.interests.entities import primary_keys
-    from hier_pipeline.interests.index import InterestIndex
-    from hier_pipeline.model.artifact import load_model
-    from hier_pipeline.model.embeddings import embed_entities
-
-    root, spec = Path(out), parse_dataset(Path(folder))
-    user_type, item_type = spec.roles.user, spec.roles.item
-    held = pd.read_parquet(root.parent / HELD_OUT).astype(str)
-    index = InterestIndex.open(root / "interests")
-    ours = _recall(index.keys, index.vectors, held, user_type, item_type)
-    before = set(load_tokens(root / "interests" / "tokens.pt").keys[item_type])
-    new_items = {k for k in index.keys[item_type] if k not in before}
-    ours_among_new = _recall(
-        index.keys, index.vectors, held, user_type, item_type, new_items, K_AMONG_NEW
-    )
-
-    everything = with_batches(spec)
-    raw = load_dataset(everything, root / "everything.duckdb")
-    full = build_graph(everything, raw.database)
-    content = torch.load(root / "content.pt", weights_only=True)
-    content = _with_batch_content(content, root)
-    model = load_model(root / "model.pt", full, content)
-    fanouts = _train_config().fanouts
-    vectors = embed_entities(model, full, content, root / "everything.pt", fanouts).load()
-    keys = primary_keys(raw.database, everything, [user_type, item_type])
-    rebuilt = _recall(keys, vectors, held, user_type, item_type)
-    rebuilt_among_new = _recall(keys, vectors, held, user_type, item_type, new_items, K_AMONG_NEW)
-
-    base = load_graph(root / "graph.pt")
-    base_content = torch.load(root / "content.pt", weights_only=True)
-    comparison = Comparison(
-        models={OURS: load_model(root / "model.pt", base, base_content)},
-        fanouts=fanouts,
-        content_only=False,
-        baselines=("popularity",),
-    )
-    report = evaluate_models(spec.name, base, base_content, default_split(base), comparison)
-    return {
-        "held_out_pairs": len(held),
-        f"new_item_recall@{K}_incremental": ours,
-        f"new_item_recall@{K}_full_rebuild": rebuilt,
-        "new_items": len(new_items),
-        f"new_item_recall@{K_AMONG_NEW}_among_new_items_incremental": ours_among_new,
-        f"new_item_recall@{K_AMONG_NEW}_among_new_items_full_rebuild": rebuilt_among_new,
-        f"new_item_recall@{K_AMONG_NEW}_among_new_items_chance": round(
-            K_AMONG_NEW / max(len(new_items), K_AMONG_NEW), 4
-        ),
-        f"evaluation_cold_item_recall@{K}": report.models[OURS].get(f"cold_item_recall@{K}"),
-        f"evaluation_popularity_cold_item_recall@{K}": report.models["popularity"].get(
-            f"cold_item_recall@{K}"
-        ),
-        "evaluation_cold_users": report.cold_users,
-    }
-
-
-def _with_batch_content(content: dict, root: Path) -> dict:
-    """The base content with the batch's vectors appended (what the incremental run embedded)."""
-    import torch
-
-    added = torch.load(root / "arrivals" / f"{BATCH}_content.pt", weights_only=True)
-    return {
-        t: {k: torch.cat([v, added[t][k]]) for k, v in tensors.items()} if t in added else tensors
-        for t, tensors in content.items()
-    }
-
-
-def _recall(
-    keys: dict[str, list[str]],
-    vectors: dict,
-    held: Any,
-    user_type: str,
-    item_type: str,
-    among: set[str] | None = None,
-    k: int = K,
-) -> float | None:
-    """Mean over users of the share of their held-out new items in their top `k` of all items
-    (of the items `among` only, when given: where the new items stand among themselves, a
-    figure that is not zero when none of them reaches an all-items top K)."""
-    import torch
-
-    users = {k: i for i, k in enumerate(keys[user_type])}
-    items = {k: i for i, k in enumerate(keys[item_type])}
-    candidates = torch.tensor(
-        [i for k, i in items.items() if among is None or k in among], dtype=torch.long
-    )
-    pairs = held[held.iloc[:, 0].isin(users) & held.iloc[:, 1].isin(items)]
-    recalls = []
-    for user, group in pairs.groupby(pairs.columns[0]):
-        scores = vectors[item_type][candidates] @ vectors[user_type][users[user]]
-        top = set(candidates[scores.topk(min(k, len(scores))).indices].tolist())
-        wanted = {items[k] for k in group.iloc[:, 1]}
-        recalls.append(len(top & wanted) / len(wanted))
-    return round(float(torch.tensor(recalls).mean()), 4) if recalls else None
 
 
 def _held_out_from_truth(world: Path, work: Path) -> None:
