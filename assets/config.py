@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY
+from hier_pipeline.evaluation.ablations import TRAINED, VIEWS
 from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELINES
 
 if TYPE_CHECKING:
@@ -77,12 +77,12 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     """What to compare. The trained ablations use the inherited training knobs: keep them equal to
     `interest_model`'s (the defaults are); a different architecture is refused."""
 
-    # Only the free ablation by default: each trained one costs a full interest_model fit, which
-    # would triple the demo. `hier evaluate` trains all of them.
+    # Only the free ablations (views of the full model) by default: each trained one costs a full
+    # interest_model fit, which would triple the demo. `hier evaluate` trains all of them.
     ablations: list[str] = Field(
-        default_factory=lambda: [CONTENT_ONLY],
-        description=f"ablations of our model to score, of {list(ABLATIONS)}; each but "
-        f"{CONTENT_ONLY} trains a model of its own (as long as interest_model's fit)",
+        default_factory=lambda: list(VIEWS),
+        description=f"ablations of our model to score: the default views cost no training, each "
+        f"of {list(TRAINED)} trains a model of its own",
     )
     baselines: list[str] = Field(
         default_factory=lambda: list(QUICK_BASELINES),

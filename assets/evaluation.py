@@ -14,7 +14,7 @@ import dagster as dg
 from assets.config import EvaluationLaunchConfig
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
-from hier_pipeline.evaluation.ablations import CONTENT_ONLY
+from hier_pipeline.evaluation.ablations import views_of
 from hier_pipeline.evaluation.report import GATE, OURS, EvaluationReport
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
@@ -74,7 +74,7 @@ def evaluation_report(
             models={OURS: model, **{name: result.model for name, result in trained.items()}},
             fanouts=core.fanouts,
             history=interest_model.history,
-            content_only=CONTENT_ONLY in config.ablations,
+            views=views_of(config.ablations),
             baselines=config.baselines,
             max_users=config.max_users,
             seed=config.seed,

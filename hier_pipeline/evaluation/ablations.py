@@ -1,10 +1,14 @@
 """The ablations of our model compared in the evaluation report: each switches off one idea and
 keeps everything else of the full model's training config.
 
-Four are trained models of their own (same data, split, seed and steps); `hier_content_only` is
-a view of the full model: users from the graph, items from their content alone (text and image,
-the content view that distillation aligns with the graph view), which is how a product with no
-engagement at all would be placed.
+Four are trained models of their own (same data, split, seed and steps). Three are views of the
+full model, free of training (`VIEWS`): `hier_content_only` places users from the graph and items
+from their content alone (text and image, the content view that distillation aligns with the
+graph view), which is how a product with no engagement at all would be placed; `hier_no_ranker`
+ranks by the model's own score (inner product plus its history term) instead of the second-stage
+ranker; the ranker without the embedding's signal (`hier_ranker_no_embedding`), without the
+interest tokens' (`hier_ranker_no_tokens`) or without either (`hier_counts_only`) say what the
+representation adds over counting.
 """
 
 from __future__ import annotations
@@ -21,6 +25,11 @@ from hier_pipeline.model.network import ModelConfig
 from hier_pipeline.model.train import TrainConfig, TrainResult, train_model
 
 CONTENT_ONLY = "hier_content_only"
+NO_RANKER = "hier_no_ranker"
+NO_EMBEDDING_SIGNAL = "hier_ranker_no_embedding"
+NO_TOKEN_SIGNAL = "hier_ranker_no_tokens"
+COUNTS_ONLY = "hier_counts_only"
+VIEWS = (CONTENT_ONLY, NO_RANKER, NO_EMBEDDING_SIGNAL, NO_TOKEN_SIGNAL, COUNTS_ONLY)
 _NO_BIASES = {
     k: v for k, v in asdict(AttentionConfig.with_biases(False)).items() if k[:4] == "use_"
 }
@@ -33,12 +42,17 @@ TRAINED: dict[str, Callable[[TrainConfig], TrainConfig]] = {
     "hier_no_distill": lambda c: replace(c, use_distillation=False),
     "hier_no_history": lambda c: replace(c, model=replace(c.model, use_history_bias=False)),
 }
-ABLATIONS = (*TRAINED, CONTENT_ONLY)
+ABLATIONS = (*TRAINED, *VIEWS)
 
 
 def check_ablations(names: Sequence[str]) -> None:
     if unknown := set(names) - set(ABLATIONS):
         raise ValueError(f"unknown ablations {sorted(unknown)}; known: {list(ABLATIONS)}")
+
+
+def views_of(names: Sequence[str]) -> tuple[str, ...]:
+    """The untrained views among the ablations `names`, in `VIEWS` order."""
+    return tuple(view for view in VIEWS if view in names)
 
 
 def train_ablations(
@@ -49,7 +63,7 @@ def train_ablations(
     names: Sequence[str],
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, TrainResult]:
-    """The trained ablations among `names` (the content-only view needs no training)."""
+    """The trained ablations among `names` (the views need no training)."""
     check_ablations(names)
     results = {}
     for name in (n for n in names if n in TRAINED):

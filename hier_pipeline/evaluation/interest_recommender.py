@@ -31,9 +31,18 @@ class Frozen:
     def __init__(self, users: Tensor) -> None:
         self.row = torch.full((int(users.max()) + 1 if len(users) else 0,), -1, dtype=torch.long)
         self.row[users] = torch.arange(len(users))
+        self.size = len(users)
 
     def fit(self, history: Interactions) -> None:
         """Nothing to fit: the model was trained on events before t1 and is frozen."""
+
+    def put(self, scores: Tensor, rows: Tensor, pairs: PairScores, accumulate: bool) -> None:
+        """Write (or add) the `pairs` of `rows` into `scores` ([len(rows), I]) in place."""
+        position = torch.full((self.size,), -1, dtype=torch.long)
+        position[rows] = torch.arange(len(rows))
+        at = position[pairs.rows]
+        keep = at >= 0
+        scores.index_put_((at[keep], pairs.items[keep]), pairs.values[keep], accumulate=accumulate)
 
     def rows(self, users: Tensor) -> Tensor:
         known = users < len(self.row)
@@ -66,13 +75,36 @@ class EmbeddingRecommender(Frozen):
         rows = self.rows(users)
         scores = self.user_vectors[rows] @ self.item_vectors.T
         if self.pairs is not None:
-            position = torch.full((len(self.user_vectors),), -1, dtype=torch.long)
-            position[rows] = torch.arange(len(rows))
-            at = position[self.pairs.rows]
-            keep = at >= 0
-            scores.index_put_(
-                (at[keep], self.pairs.items[keep]), self.pairs.values[keep], accumulate=True
-            )
+            self.put(scores, rows, self.pairs, accumulate=True)
+        return scores
+
+
+class RankedRecommender(Frozen):
+    """score(u, i) = the second-stage ranker's P(relevant) of the pair where it is one of u's
+    candidates (`InterestRanker`); every other item below all of them, by inner product where
+    there are vectors (else tied, so ordered by popularity).
+
+    Shapes: user_vectors [U, dim] for `users` [U] or None; item_vectors [I, dim] or None; pairs
+    rows index `users`.
+    """
+
+    def __init__(
+        self,
+        users: Tensor,
+        pairs: PairScores,
+        num_items: int,
+        vectors: tuple[Tensor, Tensor] | None = None,
+    ) -> None:
+        super().__init__(users)
+        self.pairs, self.num_items, self.vectors = pairs, num_items, vectors
+
+    def score(self, users: Tensor) -> Tensor:
+        rows = self.rows(users)
+        if self.vectors is None:
+            scores = torch.full((len(rows), self.num_items), -1.0)
+        else:  # inner products lie in [-1, 1], probabilities in [0, 1]
+            scores = self.vectors[0][rows] @ self.vectors[1].T - 2.0
+        self.put(scores, rows, self.pairs, accumulate=False)
         return scores
 
 
@@ -97,13 +129,12 @@ class TokenRecommender(Frozen):
         mine = events.of_users(users)
         self.bags = engaged_tokens(user_vectors, mine, tree.members, tree, config, as_of)
         self.index = InvertedIndex(code_bags(tree.members, config.top_k), len(tree.parent))
+        self.num_items = len(tree.members)
 
     def score(self, users: Tensor) -> Tensor:
-        rows = self.rows(users).tolist()
-        bags = self.bags
-        return torch.stack(
-            [self.index.scores(bags.tokens[r], bags.weights[r]).float() for r in rows]
-        )
+        rows, bags = self.rows(users).tolist(), self.bags
+        scores = [self.index.scores(bags.tokens[r], bags.weights[r]).float() for r in rows]
+        return torch.stack(scores) if scores else torch.zeros(0, self.num_items)
 
 
 class AsOf:

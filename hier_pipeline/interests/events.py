@@ -27,7 +27,8 @@ class FunnelEvents:
 
     def of_users(self, users: Tensor) -> FunnelEvents:
         """The events of `users` only, each user renumbered to its position in `users`."""
-        row = torch.full((int(max(self.users.max(), users.max())) + 1,), -1, dtype=torch.long)
+        largest = int(torch.cat([self.users, users]).max()) if len(self) or len(users) else -1
+        row = torch.full((largest + 1,), -1, dtype=torch.long)
         row[users] = torch.arange(len(users))
         keep = row[self.users] >= 0
         return FunnelEvents(

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hier_pipeline.evaluation.ablations import ABLATIONS, CONTENT_ONLY, train_ablations
+from hier_pipeline.evaluation.ablations import ABLATIONS, train_ablations, views_of
 from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET
 from hier_pipeline.evaluation.baselines.recommender import FitBudget
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
@@ -65,7 +65,7 @@ def evaluate_dataset(
         models={OURS: trained.model, **reseeded, **{n: r.model for n, r in ablations.items()}},
         fanouts=config.train.fanouts,
         history=trained.history,
-        content_only=CONTENT_ONLY in config.ablations,
+        views=views_of(config.ablations),
         baselines=config.baselines,
         max_users=config.max_users,
         seed=config.train.seed,

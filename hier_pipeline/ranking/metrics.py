@@ -60,13 +60,16 @@ class UserItems:
 
         Negative candidates (no item) are never contained.
         """
-        keys = self.keys().to(candidates.device)
-        if len(keys) == 0:
-            return torch.zeros_like(candidates, dtype=torch.bool)
         user = torch.arange(len(candidates), device=candidates.device).unsqueeze(1)
-        query = user * self.num_items + candidates
-        found = keys[torch.searchsorted(keys, query).clamp_max(len(keys) - 1)] == query
-        return found & (candidates >= 0)
+        return self.has(user.expand_as(candidates), candidates) & (candidates >= 0)
+
+    def has(self, users: Tensor, items: Tensor) -> Tensor:
+        """[items[j] in items of users[j]], by binary search. Shapes: any, equal -> same, bool."""
+        keys = self.keys().to(items.device)
+        if len(keys) == 0:
+            return torch.zeros_like(items, dtype=torch.bool)
+        query = users * self.num_items + items
+        return keys[torch.searchsorted(keys, query).clamp_max(len(keys) - 1)] == query
 
     def keys(self) -> Tensor:
         """user * num_items + item for every pair, ascending. Shapes: [nnz]."""

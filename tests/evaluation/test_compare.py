@@ -13,6 +13,8 @@ import torch
 from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.evaluation.ablations import (
     ABLATIONS,
+    COUNTS_ONLY,
+    NO_RANKER,
     TRAINED,
     same_architecture,
     train_ablations,
@@ -37,6 +39,7 @@ from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import history_scores
 from hier_pipeline.model.train import train_model
+from hier_pipeline.ranker.ranker import RankerConfig
 from hier_pipeline.ranking.metrics import evaluate_embeddings
 from hier_pipeline.tracking import flatten_params
 from tests.interests.conftest import TINY
@@ -101,7 +104,8 @@ def test_every_model_is_scored_on_the_window_after_validation(compared: Compared
     for name, metrics in report.models.items():
         assert set(metrics) == keys, name
         assert all(0.0 <= v <= 1.0 for k, v in metrics.items() if not k.startswith("cold")), name
-    assert report.history and report.settings.keys() == set(BASELINE_NAMES)
+    trained = {"hier", *TRAINED}  # how each of our models is ranked, beside the tuned baselines
+    assert report.history and report.settings.keys() == {*BASELINE_NAMES, *trained}
 
 
 def test_every_figure_carries_its_interval_and_its_segments(compared: Compared) -> None:
@@ -140,9 +144,9 @@ def test_every_figure_carries_its_interval_and_its_segments(compared: Compared) 
     assert all(repeat["repeat"]["recall@50"] >= repeat[n]["recall@50"] for n in BASELINE_NAMES)
 
 
-def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -> None:
-    """Recomputed along another path (topk_in_chunks with PairScores, no tie-break): the same
-    window, users, exclusion rule, history term and figures."""
+def test_our_own_score_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -> None:
+    """`hier_no_ranker`, recomputed along another path (topk_in_chunks with PairScores, no
+    tie-break): the same window, users, exclusion rule, history term and figures."""
     graph, report, t2 = compared.graph, compared.report, compared.split.t2
     history = Interactions.from_graph(graph, t2)
     window = warm_window(graph, history, t2, report.end, max_users=1000)
@@ -155,7 +159,33 @@ def test_our_row_is_the_full_ranking_of_the_model_as_of_t2(compared: Compared) -
     expected = evaluate_embeddings(users, items, window.relevant, (10, 50), exclude, 1024, pairs)
     assert len(window.users) == report.users
     for metric in ("map@10", "ndcg@10", "recall@50"):
-        assert report.models["hier"][metric] == pytest.approx(expected[metric], abs=1e-6)
+        assert report.models[NO_RANKER][metric] == pytest.approx(expected[metric], abs=1e-6)
+    # the tiny world's fit window holds too few purchases for the ranker: our row is this score
+    assert report.settings["hier"]["ranker"].startswith("none, own score")
+    assert report.models["hier"] == report.models[NO_RANKER]
+
+
+def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compared) -> None:
+    """With the floor of relevant pairs lowered to what the tiny world holds: our row and the
+    ranker's views are the ranker's, fitted on [t1, t2), not the model's own score."""
+    comparison = Comparison(
+        models={"hier": compared.model},
+        fanouts=TINY.fanouts,
+        views=(NO_RANKER, COUNTS_ONLY),
+        baselines=("popularity",),
+        ranker=RankerConfig(min_relevant=1),
+    )
+    graph, split = compared.graph, compared.split
+    report = evaluate_models("tiny", graph, compared.content, split, comparison)
+    assert report.settings["hier"] == {
+        "ranker": "fitted",
+        "relevant": report.settings["hier"]["relevant"],
+        "fit_window": [split.t1, split.t2],
+    }
+    assert report.settings["hier"]["relevant"] >= 1
+    assert report.models[NO_RANKER] == compared.report.models[NO_RANKER]
+    assert report.models["hier"] != report.models[NO_RANKER]
+    assert report.models[COUNTS_ONLY] != report.models["hier"]
 
 
 def test_each_ablation_differs_from_the_full_config_in_its_switch_only() -> None:
@@ -192,7 +222,7 @@ def test_a_randomised_model_loses_to_popularity_where_the_trained_one_wins(
     comparison = Comparison(
         models={"hier": broken},
         fanouts=TINY.fanouts,
-        content_only=False,
+        views=(),
         baselines=("popularity",),
     )
     report = evaluate_models("tiny", compared.graph, compared.content, compared.split, comparison)

@@ -53,7 +53,7 @@ class Retrain:
 def _evaluate(base: Base, model: torch.nn.Module) -> EvaluationReport:
     """The evaluation's protocol on a window long enough at this size to hold warm users."""
     comparison = Comparison(
-        models={OURS: model}, fanouts=TINY.fanouts, content_only=False, baselines=("popularity",)
+        models={OURS: model}, fanouts=TINY.fanouts, views=(), baselines=("popularity",)
     )
     split = default_split(base.graph, train=0.5, validate=0.1)
     return evaluate_models(base.spec.name, base.graph, base.content, split, comparison)

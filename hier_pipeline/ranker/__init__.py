@@ -1,0 +1,1 @@
+"""The second stage: candidates from history, embedding and trend, scored by one learned model."""

@@ -1,0 +1,187 @@
+"""The second stage: one learned score over repeat and explore candidates, the gate between them.
+
+Why. The model has two signals on different scales: the user's own history (how often and how
+recently they bought the item, whether anyone re-buys it) and the embedding's inner product
+(interests beyond that history). Added together (the history term of training) "seen before"
+wins for every user alike. Here a gradient-boosted classifier, fitted on the last window before
+serving, estimates P(target-stage event on the item in the next window) for both kinds of
+candidate from the same features; its trees split on the user's own figures (how many items, how
+active lately) too, so how far one user's ranking follows history or explores is learned per
+user: the gate of ReCANet / RepeatNet, fitted rather than assumed.
+
+Candidates per user: every item of their history, the `popular_candidates` items with the most
+target events lately, and the top `signal_candidates` of each signal: a dense score of every item
+for a user, e.g. the embedding's inner product or the interest tokens the user and the item share.
+Each signal adds two features: its score, and the candidate's rank in its top list (NaN below it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import torch
+from sklearn.ensemble import HistGradientBoostingClassifier
+from torch import Tensor
+
+from hier_pipeline.ranker.counts import Counts, feature_names
+from hier_pipeline.ranking.metrics import PairScores, UserItems
+
+CHUNK = 256  # ranked users per dense signal block
+
+
+class Signal(Protocol):
+    """A score of every item for some of the ranked users. Shapes: rows [R] -> [R, I]."""
+
+    def __call__(self, rows: Tensor) -> Tensor: ...
+
+
+@dataclass(frozen=True)
+class InnerProduct:
+    """The embedding signal. Shapes: users [U, d] (the ranked users), items [I, d]."""
+
+    users: Tensor
+    items: Tensor
+
+    def __call__(self, rows: Tensor) -> Tensor:
+        return self.users[rows] @ self.items.T
+
+
+class TooFewLabels(ValueError):
+    """The fit window holds too few relevant candidates for a classifier to learn from."""
+
+
+@dataclass(frozen=True)
+class RankerConfig:
+    signal_candidates: int = 100  # per signal
+    popular_candidates: int = 100
+    # Fewer relevant candidates in the fit window than this: no fit (`TooFewLabels`). A hundred
+    # positives is where the held-out tenth for early stopping first holds about ten.
+    min_relevant: int = 100
+    max_iterations: int = 300  # boosting rounds; early stopping on held-out pairs ends sooner
+    learning_rate: float = 0.05
+    max_leaf_nodes: int = 31
+    l2_regularization: float = 1.0
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The pairs a ranker scores. Shapes: rows, items [P] (rows ascending, indexing the ranked
+    users); features [P, F]."""
+
+    rows: Tensor
+    items: Tensor
+    features: np.ndarray
+
+
+class InterestRanker:
+    """Fit on one window (`fit`), then score candidates at any later time (`score`)."""
+
+    def __init__(self, config: RankerConfig = RankerConfig()) -> None:
+        self.config = config
+        self.classifier: HistGradientBoostingClassifier | None = None
+        self.fit_relevant = 0  # relevant candidates of the fit window
+
+    @staticmethod
+    def feature_names(stages: list[str], signals: Mapping[str, Signal]) -> list[str]:
+        """The columns of `Candidates.features` for these stages and signals."""
+        per_signal = [f"{name}_{part}" for name in signals for part in ("score", "rank")]
+        return [*feature_names(stages), *per_signal]
+
+    def candidates(
+        self, counts: Counts, users: Tensor, signals: Mapping[str, Signal]
+    ) -> Candidates:
+        """Each of `users`' candidates as of `counts.as_of` with their features (module doc)."""
+        config, num_items = self.config, counts.log.num_items
+        rows, items = counts.history_pairs(users)
+        popular = counts.popular(config.popular_candidates)
+        ranked = torch.arange(len(users))
+        depth = min(config.signal_candidates, num_items)
+        tops = {name: _top(signal, len(users), depth) for name, signal in signals.items()}
+        rows = torch.cat(
+            [rows, ranked.repeat_interleave(len(popular)), *(t.rows for t in tops.values())]
+        )
+        items = torch.cat([items, popular.repeat(len(users)), *(t.items for t in tops.values())])
+        keys = torch.unique(rows * num_items + items)
+        rows, items = keys // num_items, keys % num_items
+        columns = [counts.features(users[rows], items)]
+        for name, signal in signals.items():
+            columns.append(_gather(signal, rows, items).numpy()[:, None])
+            columns.append(np.log1p(tops[name].rank_of(rows, items, num_items))[:, None])
+        return Candidates(rows, items, np.column_stack(columns).astype(np.float32))
+
+    def fit(self, candidates: Candidates, relevant: UserItems) -> None:
+        """Learn P(relevant) of the candidates; `relevant` rows are the candidates' rows."""
+        labels = relevant.has(candidates.rows, candidates.items).numpy()
+        config = self.config
+        if labels.sum() < config.min_relevant or labels.all():
+            raise TooFewLabels(
+                f"the ranker's fit window has {int(labels.sum())} relevant of {len(labels)} "
+                f"candidates: it needs at least {config.min_relevant} and some irrelevant ones"
+            )
+        self.fit_relevant = int(labels.sum())
+        self.classifier = HistGradientBoostingClassifier(
+            learning_rate=config.learning_rate,
+            max_iter=config.max_iterations,
+            max_leaf_nodes=config.max_leaf_nodes,
+            l2_regularization=config.l2_regularization,
+            early_stopping=True,
+            validation_fraction=0.1,
+            n_iter_no_change=20,
+            random_state=config.seed,
+        ).fit(candidates.features, labels)
+
+    def score(self, candidates: Candidates) -> PairScores:
+        """P(relevant) of every candidate. Shapes: -> PairScores over the candidates' rows."""
+        if self.classifier is None:
+            raise RuntimeError("fit the ranker first")
+        if len(candidates.rows) == 0:  # nothing to rank (no users): sklearn refuses empty input
+            return PairScores(candidates.rows, candidates.items, torch.zeros(0))
+        probability = self.classifier.predict_proba(candidates.features)[:, 1]
+        return PairScores(candidates.rows, candidates.items, torch.from_numpy(probability).float())
+
+
+@dataclass(frozen=True)
+class _Top:
+    """A signal's best `depth` items per ranked user, flattened row by row.
+    Shapes: rows, items [U * depth]."""
+
+    rows: Tensor
+    items: Tensor
+    depth: int
+
+    def rank_of(self, rows: Tensor, items: Tensor, num_items: int) -> np.ndarray:
+        """Each (row, item)'s position in its row's list (0 = best), NaN where it is not there."""
+        keys = self.rows * num_items + self.items
+        order = torch.argsort(keys)
+        sorted_keys, query = keys[order], rows * num_items + items
+        if len(keys) == 0:
+            return np.full(len(query), np.nan)
+        at = torch.searchsorted(sorted_keys, query).clamp_max(len(keys) - 1)
+        found = (sorted_keys[at] == query).numpy()
+        return np.where(found, (order[at] % self.depth).double().numpy(), np.nan)
+
+
+def _top(signal: Signal, users: int, depth: int) -> _Top:
+    parts = []
+    for start in range(0, users, CHUNK):
+        rows = torch.arange(start, min(start + CHUNK, users))
+        parts.append(signal(rows).topk(depth, dim=1).indices)
+    items = torch.cat(parts).flatten() if parts else torch.zeros(0, dtype=torch.long)
+    return _Top(torch.arange(users).repeat_interleave(depth), items, depth)
+
+
+def _gather(signal: Signal, rows: Tensor, items: Tensor) -> Tensor:
+    """signal(rows)[j, items[j]] for every candidate, a block of users at a time.
+    Shapes: rows (ascending), items [P] -> [P]."""
+    values = torch.zeros(len(rows))
+    if len(rows) == 0:
+        return values
+    for start in range(0, int(rows.max()) + 1, CHUNK):
+        lo, hi = torch.searchsorted(rows, torch.tensor([start, start + CHUNK])).tolist()
+        block = signal(torch.arange(start, min(start + CHUNK, int(rows.max()) + 1)))
+        values[lo:hi] = block[rows[lo:hi] - start, items[lo:hi]].float()
+    return values

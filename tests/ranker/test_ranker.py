@@ -1,0 +1,109 @@
+"""The second-stage ranker on the tiny synthetic world: its candidates, its fit, its ranking."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from hier_pipeline.evaluation.interest_recommender import RankedRecommender
+from hier_pipeline.ranker.counts import SECONDS_PER_DAY, Counts, FunnelLog
+from hier_pipeline.ranker.ranker import InnerProduct, InterestRanker, RankerConfig, TooFewLabels
+from hier_pipeline.ranking.metrics import PairScores, UserItems
+from hier_pipeline.ranking.window import EvaluationWindow, target_window
+
+HORIZON = int(60 * SECONDS_PER_DAY)  # the tiny world: 52 purchases over 176 days
+
+
+@pytest.fixture(scope="module")
+def world(synthetic_pipeline: tuple) -> tuple[object, FunnelLog, int]:
+    graph = synthetic_pipeline[0]
+    log = FunnelLog.of(graph)
+    purchases = log.time[(log.stage == log.target) & ~log.negative]
+    return graph, log, int(np.quantile(purchases, 0.2))
+
+
+def _embedding(log: FunnelLog, users: int, seed: int = 0) -> dict[str, InnerProduct]:
+    """Unit vectors standing in for any model's embeddings: the ranker reads them as inputs."""
+    generator = torch.Generator().manual_seed(seed)
+    return {
+        "embedding": InnerProduct(
+            F.normalize(torch.randn(users, 8, generator=generator), dim=1),
+            F.normalize(torch.randn(log.num_items, 8, generator=generator), dim=1),
+        )
+    }
+
+
+def _fitted(world: tuple, embedding: bool) -> tuple[InterestRanker, EvaluationWindow]:
+    graph, log, start = world
+    window = target_window(graph, start, start + HORIZON, max_users=1000)
+    ranker = InterestRanker(RankerConfig(seed=3, min_relevant=5))  # the tiny world
+    signals = _embedding(log, len(window.users)) if embedding else {}
+    candidates = ranker.candidates(Counts(log, start, HORIZON), window.users, signals)
+    ranker.fit(candidates, window.relevant)
+    return ranker, window
+
+
+def test_candidates_are_the_history_the_trend_and_the_embeddings_top(world: tuple) -> None:
+    _, log, start = world
+    counts, users = Counts(log, start, HORIZON), torch.tensor([0, 5, 9])
+    signals = _embedding(log, len(users))
+    config = RankerConfig(signal_candidates=7, popular_candidates=4)
+    candidates = InterestRanker(config).candidates(counts, users, signals)
+    rows, items = counts.history_pairs(users)
+    embedding = signals["embedding"]
+    top = (embedding.users @ embedding.items.T).topk(7, dim=1).indices
+    for row in range(len(users)):
+        expected = {*items[rows == row].tolist(), *counts.popular(4).tolist(), *top[row].tolist()}
+        assert sorted(candidates.items[candidates.rows == row].tolist()) == sorted(expected)
+    names = InterestRanker.feature_names(log.stages, signals)
+    assert candidates.features.shape == (len(candidates.rows), len(names))
+    in_top = candidates.items == top[candidates.rows, 0]
+    assert np.all(candidates.features[in_top.numpy(), -1] == 0.0)  # the best by embedding: rank 0
+
+
+def test_the_fit_ranks_the_next_windows_events_above_the_rest(world: tuple) -> None:
+    """Fitted on [start, start + h), scored as of start + h for the window after it: relevant
+    candidates score higher than the others (AUC over all candidates of the window's users)."""
+    graph, log, start = world
+    ranker, _ = _fitted(world, embedding=False)
+    later = target_window(graph, start + HORIZON, start + 2 * HORIZON, max_users=1000)
+    candidates = ranker.candidates(Counts(log, start + HORIZON, HORIZON), later.users, {})
+    scores = ranker.score(candidates).values
+    relevant = later.relevant.has(candidates.rows, candidates.items)
+    assert relevant.any() and (~relevant).any()
+    higher = (scores[relevant].unsqueeze(1) > scores[~relevant].unsqueeze(0)).float().mean()
+    assert higher > 0.65  # chance: 0.5; 52 purchases in all
+
+
+def test_the_same_seed_gives_the_same_scores(world: tuple) -> None:
+    (first, window), (second, _) = _fitted(world, True), _fitted(world, True)
+    _, log, start = world
+    signals = _embedding(log, len(window.users))
+    candidates = first.candidates(Counts(log, start, HORIZON), window.users, signals)
+    assert torch.equal(first.score(candidates).values, second.score(candidates).values)
+
+
+def test_a_window_without_relevant_candidates_is_refused(world: tuple) -> None:
+    _, log, start = world
+    ranker = InterestRanker()
+    candidates = ranker.candidates(Counts(log, start, HORIZON), torch.tensor([0, 1]), {})
+    nothing = UserItems.from_pairs(torch.zeros(0, dtype=torch.long), torch.zeros(0), 2, 1)
+    with pytest.raises(TooFewLabels, match="it needs at least 100"):
+        ranker.fit(candidates, nothing)
+
+
+def test_candidates_rank_above_every_other_item_then_by_inner_product() -> None:
+    torch.manual_seed(0)
+    users = torch.tensor([4, 2])
+    vectors = (F.normalize(torch.randn(2, 3), dim=1), F.normalize(torch.randn(6, 3), dim=1))
+    pairs = PairScores(
+        torch.tensor([0, 0, 1]), torch.tensor([5, 1, 3]), torch.tensor([0.1, 0.7, 0.0])
+    )
+    scores = RankedRecommender(users, pairs, 6, vectors).score(torch.tensor([2, 4]))
+    assert scores[1].argsort(descending=True)[:2].tolist() == [1, 5]
+    assert scores[0].argmax().item() == 3
+    others = [i for i in range(6) if i != 3]
+    expected = (vectors[0][1] @ vectors[1][others].T).argsort(descending=True)
+    assert scores[0, others].argsort(descending=True).tolist() == expected.tolist()
