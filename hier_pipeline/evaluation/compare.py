@@ -275,7 +275,7 @@ class _Ours:
     ) -> None:
         self.graph, self.content, self.comparison, self.as_of = graph, content, comparison, as_of
         self.horizon, self.hierarchy = horizon, hierarchy
-        self._embedders: dict[tuple[str, int], AsOf] = {}
+        self._embedders: dict[int, AsOf] = {}  # one sampler and context per time, shared
         self._items: dict[tuple[str, int], Tensor] = {}
         self._vectors: dict[tuple[object, ...], tuple[Tensor, Tensor]] = {}
         self._trees: dict[tuple[str, int], InterestHierarchy] = {}
@@ -289,13 +289,13 @@ class _Ours:
         """(`users`, every item) embedded by model `name` as of `as_of`, once each."""
         key = (name, as_of, tuple(users.tolist()))
         if key not in self._vectors:
-            if (name, as_of) not in self._embedders:
-                model, fanouts = self.comparison.models[name], self.comparison.fanouts
-                embed = AsOf(model, self.graph, self.content, fanouts, as_of)
+            model, fanouts = self.comparison.models[name], self.comparison.fanouts
+            if as_of not in self._embedders:
+                self._embedders[as_of] = AsOf(model, self.graph, self.content, fanouts, as_of)
+            embed = self._embedders[as_of].for_model(model)
+            if (name, as_of) not in self._items:
                 items = torch.arange(int(self.graph.data[self.graph.metadata.item_type].num_nodes))
-                self._embedders[name, as_of] = embed
                 self._items[name, as_of] = embed(self.graph.metadata.item_type, items)
-            embed = self._embedders[name, as_of]
             self._vectors[key] = (
                 embed(self.graph.metadata.user_type, users),
                 self._items[name, as_of],

@@ -5,6 +5,7 @@ Training happened before; `fit` has nothing left to learn."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 
 import torch
@@ -155,6 +156,13 @@ class AsOf:
         self.context = GraphContext.of(
             data, list(data.edge_types), len(meta.stages), _plain(content), before=as_of
         )
+
+    def for_model(self, model: GraphEncoder) -> AsOf:
+        """The same sampler and context (the graph's, as of the same time: they hold an index of
+        every edge, gigabytes on a real database) for another model."""
+        other = copy.copy(self)
+        other.model = model
+        return other
 
     def __call__(self, node_type: str, nodes: Tensor) -> Tensor:
         """Shapes: nodes [N] -> [N, dim]."""
