@@ -94,23 +94,23 @@ class InterestRanker:
     def candidates(
         self, counts: Counts, users: Tensor, signals: Mapping[str, Signal]
     ) -> Candidates:
-        """Each of `users`' candidates as of `counts.as_of` with their features (module doc)."""
-        config, num_items = self.config, counts.log.num_items
-        rows, items = counts.history_pairs(users)
-        popular = counts.popular(config.popular_candidates)
-        ranked = torch.arange(len(users))
-        depth = min(config.signal_candidates, num_items)
-        tops = {name: _top(signal, len(users), depth) for name, signal in signals.items()}
-        rows = torch.cat(
-            [rows, ranked.repeat_interleave(len(popular)), *(t.rows for t in tops.values())]
-        )
-        items = torch.cat([items, popular.repeat(len(users)), *(t.items for t in tops.values())])
-        keys = torch.unique(rows * num_items + items)
-        rows, items = keys // num_items, keys % num_items
-        columns = [counts.features(users[rows], items)]
-        for name, signal in signals.items():
-            columns.append(_gather(signal, rows, items).numpy()[:, None])
-            columns.append(np.log1p(tops[name].rank_of(rows, items, num_items))[:, None])
+        """Each of `users`' candidates as of `counts.as_of` with their features (module doc).
+
+        Users go `CHUNK` at a time: each signal's dense scores of a block give both its top list
+        and its feature columns, so no signal is computed twice."""
+        history_rows, history_items = counts.history_pairs(users)
+        popular = counts.popular(self.config.popular_candidates)
+        depth = min(self.config.signal_candidates, counts.log.num_items)
+        none = torch.zeros(0, dtype=torch.long)
+        blocks = [(none, none, np.zeros((0, 2 * len(signals))))]  # with no user, no candidate
+        for start in range(0, len(users), CHUNK):
+            end = min(start + CHUNK, len(users))
+            lo, hi = torch.searchsorted(history_rows, torch.tensor([start, end])).tolist()
+            own = (history_rows[lo:hi] - start, history_items[lo:hi])
+            block = torch.arange(start, end)
+            blocks.append(_block(block, own, popular, signals, depth, counts.log.num_items))
+        rows, items = torch.cat([b[0] for b in blocks]), torch.cat([b[1] for b in blocks])
+        columns = [counts.features(users[rows], items), np.concatenate([b[2] for b in blocks])]
         return Candidates(rows, items, np.column_stack(columns).astype(np.float32))
 
     def fit(self, candidates: Candidates, relevant: UserItems) -> None:
@@ -144,44 +144,39 @@ class InterestRanker:
         return PairScores(candidates.rows, candidates.items, torch.from_numpy(probability).float())
 
 
-@dataclass(frozen=True)
-class _Top:
-    """A signal's best `depth` items per ranked user, flattened row by row.
-    Shapes: rows, items [U * depth]."""
+def _block(
+    rows: Tensor,
+    own: tuple[Tensor, Tensor],
+    popular: Tensor,
+    signals: Mapping[str, Signal],
+    depth: int,
+    num_items: int,
+) -> tuple[Tensor, Tensor, np.ndarray]:
+    """The candidates of a block of ranked users (`rows`) and their signal columns: per signal
+    its score and log1p of the candidate's rank in its top `depth` (NaN below it).
 
-    rows: Tensor
-    items: Tensor
-    depth: int
-
-    def rank_of(self, rows: Tensor, items: Tensor, num_items: int) -> np.ndarray:
-        """Each (row, item)'s position in its row's list (0 = best), NaN where it is not there."""
-        keys = self.rows * num_items + self.items
-        order = torch.argsort(keys)
-        sorted_keys, query = keys[order], rows * num_items + items
-        if len(keys) == 0:
-            return np.full(len(query), np.nan)
-        at = torch.searchsorted(sorted_keys, query).clamp_max(len(keys) - 1)
-        found = (sorted_keys[at] == query).numpy()
-        return np.where(found, (order[at] % self.depth).double().numpy(), np.nan)
-
-
-def _top(signal: Signal, users: int, depth: int) -> _Top:
-    parts = []
-    for start in range(0, users, CHUNK):
-        rows = torch.arange(start, min(start + CHUNK, users))
-        parts.append(signal(rows).topk(depth, dim=1).indices)
-    items = torch.cat(parts).flatten() if parts else torch.zeros(0, dtype=torch.long)
-    return _Top(torch.arange(users).repeat_interleave(depth), items, depth)
-
-
-def _gather(signal: Signal, rows: Tensor, items: Tensor) -> Tensor:
-    """signal(rows)[j, items[j]] for every candidate, a block of users at a time.
-    Shapes: rows (ascending), items [P] -> [P]."""
-    values = torch.zeros(len(rows))
-    if len(rows) == 0:
-        return values
-    for start in range(0, int(rows.max()) + 1, CHUNK):
-        lo, hi = torch.searchsorted(rows, torch.tensor([start, start + CHUNK])).tolist()
-        block = signal(torch.arange(start, min(start + CHUNK, int(rows.max()) + 1)))
-        values[lo:hi] = block[rows[lo:hi] - start, items[lo:hi]].float()
-    return values
+    `own` holds the block's history pairs (row within the block, item). Shapes: rows [R] ->
+    rows [P] ascending (indexing all ranked users), items [P], columns [P, 2 * signals]."""
+    dense = {name: signal(rows) for name, signal in signals.items()}
+    tops = {name: scores.topk(depth, dim=1).indices for name, scores in dense.items()}
+    local = torch.arange(len(rows))
+    block_rows = torch.cat(
+        [
+            own[0],
+            local.repeat_interleave(len(popular)),
+            *(local.repeat_interleave(depth) for _ in tops),
+        ]
+    )
+    block_items = torch.cat(
+        [own[1], popular.repeat(len(rows)), *(t.flatten() for t in tops.values())]
+    )
+    keys = torch.unique(block_rows * num_items + block_items)
+    block_rows, items = keys // num_items, keys % num_items
+    columns = []
+    for name, scores in dense.items():
+        columns.append(scores[block_rows, items].double().numpy())
+        hit = tops[name][block_rows] == items.unsqueeze(1)
+        rank = hit.double().argmax(dim=1).double().numpy()
+        columns.append(np.where(hit.any(dim=1).numpy(), np.log1p(rank), np.nan))
+    stacked = np.column_stack(columns) if columns else np.zeros((len(keys), 0))
+    return rows[block_rows], items, stacked
