@@ -5,11 +5,9 @@ comparison is on the window after it, [t2, end), end = the last event + 1:
   - baselines run `evaluate_baselines` on the split (t2, end): tuned on a window as long as the
     evaluated one just before t2, then refit on everything before t2;
   - our models are embedded as of t2 (inductively, from neighbourhoods before t2, with no
-    retraining) and ranked by the second-stage ranker (`hier_pipeline.ranker`), fitted like the
-    baselines' tuning on the window just before t2, [t2 - (t2 - t1), t2) = [t1, t2), from
-    embeddings and counts as of t1 (the model never trained on that window; it early-stopped
-    on it), on the same window: same warm users, same relevant items, the same rule for
-    already-bought items, the same popularity tie-break;
+    retraining) and ranked by the second-stage ranker (`hier_pipeline.ranker`), fitted on
+    [t1, t2) from what was known at t1 (`ours.py`), on the same window: same warm users, same
+    relevant items, the same rule for already-bought items, the same popularity tie-break;
   - `hier_no_ranker` ranks by the model's own score instead (inner product plus, where the model
     has it, the personal-history term); `hier_ranker_no_embedding`, `hier_ranker_no_tokens` and
     `hier_counts_only` by rankers without one or both of the representation's signals;
@@ -31,37 +29,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
 
 import numpy as np
-import torch
 from torch import Tensor
 
-from hier_pipeline.evaluation.ablations import (
-    CONTENT_ONLY,
-    COUNTS_ONLY,
-    NO_EMBEDDING_SIGNAL,
-    NO_RANKER,
-    NO_TOKEN_SIGNAL,
-    VIEWS,
-)
 from hier_pipeline.evaluation.baselines.evaluate import (
     BASELINES,
-    FIT_BUDGET,
-    Fitted,
     evaluate_baselines,
     tuned,
 )
-from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
 from hier_pipeline.evaluation.cold_users import POPULARITY, cold_user_rankings
-from hier_pipeline.evaluation.interest_recommender import (
-    AsOf,
-    EmbeddingRecommender,
-    RankedRecommender,
-    TokenRecommender,
-    content_item_vectors,
-)
+from hier_pipeline.evaluation.ours import TOKENS, Comparison, HierarchyInputs, OurModels
 from hier_pipeline.evaluation.report import HISTORY_SHARE, OURS, EvaluationReport, HierarchyScores
 from hier_pipeline.evaluation.seeds import is_seed, pool_seeds
 from hier_pipeline.evaluation.segments import (
@@ -81,58 +59,9 @@ from hier_pipeline.evaluation.uncertainty import (
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
-from hier_pipeline.interests.events import FunnelEvents, funnel_events
-from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
+from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.tokens import TokenConfig
-from hier_pipeline.model.factory import GraphEncoder
-from hier_pipeline.model.history import InteractionHistory
-from hier_pipeline.model.infer import history_scores
-from hier_pipeline.ranker.counts import Counts, FunnelLog
-from hier_pipeline.ranker.ranker import (
-    InnerProduct,
-    InterestRanker,
-    RankerConfig,
-    Signal,
-    TooFewLabels,
-)
-from hier_pipeline.ranking.window import EvaluationWindow, target_window
-
-TOKENS = f"{OURS}_tokens"
-# The ranker's signals (`hier_pipeline.ranker`): the embedding's inner product, and the interest
-# tokens a user and an item share (where there is a tree).
-EMBEDDING, TOKEN_OVERLAP = "embedding", "tokens"
-SIGNALS = (EMBEDDING, TOKEN_OVERLAP)
-
-
-@dataclass(frozen=True)
-class HierarchyInputs:
-    """The materialised interest tree, the token settings its bags were made with, its stability
-    (per level agreement with a tree from another seed) and the items' known taxonomy, if any.
-
-    Shapes: truth [items, truth levels] or None.
-    """
-
-    tree: InterestHierarchy
-    tokens: TokenConfig
-    stability: list[dict[str, float]]
-    truth: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """What to compare, besides the data: our trained models by name (`hier` and any trained
-    ablations), the fanouts they embed with, our model's training history."""
-
-    models: Mapping[str, GraphEncoder]
-    fanouts: tuple[int, ...]
-    history: list[dict[str, float]] = field(default_factory=list)
-    views: tuple[str, ...] = VIEWS  # the untrained ablations to add (`ablations.VIEWS`)
-    baselines: Sequence[str] = tuple(BASELINES)
-    max_users: int = 5000  # evaluated users: a fixed random subset beyond it
-    seed: int = 0
-    budget: FitBudget = FIT_BUDGET
-    ranker: RankerConfig = field(default_factory=RankerConfig)  # its seed: `seed`
 
 
 def hierarchy_inputs(
@@ -164,7 +93,7 @@ def evaluate_models(
     if OURS not in comparison.models:
         raise ValueError(f"the models to compare must include '{OURS}'")
     end = data_end(graph)
-    ours = _Ours(graph, content, comparison, split.t2, split.t2 - split.t1, hierarchy)
+    ours = OurModels(graph, content, comparison, split.t2, split.t2 - split.t1, hierarchy)
     result = evaluate_baselines(
         graph,
         content,
@@ -255,177 +184,6 @@ def _seed_agreement(tree: InterestHierarchy, other: InterestHierarchy) -> list[f
         level_agreement(tree.members[:, level], other.members[:, level])["ari"]
         for level in range(min(tree.levels, other.levels))
     ]
-
-
-class _Ours:
-    """Our models as of t2: each embeds the window's users and every item once, and each tree
-    the evaluation scores is grown on those item vectors, the items' content and the events
-    before t2 (with the materialised tree's sizes), so the tree sees nothing after t2 either.
-    Each model's ranker is fitted on the `horizon` before t2, from embeddings, tree and counts
-    as of its start, made the same way."""
-
-    def __init__(
-        self,
-        graph: RelationalGraph,
-        content: Mapping[str, Mapping[str, Tensor]],
-        comparison: Comparison,
-        as_of: int,
-        horizon: int,
-        hierarchy: HierarchyInputs | None,
-    ) -> None:
-        self.graph, self.content, self.comparison, self.as_of = graph, content, comparison, as_of
-        self.horizon, self.hierarchy = horizon, hierarchy
-        self._embedders: dict[int, AsOf] = {}  # one sampler and context per time, shared
-        self._items: dict[tuple[str, int], Tensor] = {}
-        self._vectors: dict[tuple[object, ...], tuple[Tensor, Tensor]] = {}
-        self._trees: dict[tuple[str, int], InterestHierarchy] = {}
-        self._events: dict[int, FunnelEvents] = {}
-        self._counts: dict[int, Counts] = {}
-        self._rankers: dict[tuple[str, tuple[str, ...]], InterestRanker | None] = {}
-        # model -> how it is ranked: the ranker's fit, or why its own score stands in
-        self.settings: dict[str, dict[str, object]] = {}
-
-    def vectors(self, name: str, users: Tensor, as_of: int) -> tuple[Tensor, Tensor]:
-        """(`users`, every item) embedded by model `name` as of `as_of`, once each."""
-        key = (name, as_of, tuple(users.tolist()))
-        if key not in self._vectors:
-            model, fanouts = self.comparison.models[name], self.comparison.fanouts
-            if as_of not in self._embedders:
-                self._embedders[as_of] = AsOf(model, self.graph, self.content, fanouts, as_of)
-            embed = self._embedders[as_of].for_model(model)
-            if (name, as_of) not in self._items:
-                items = torch.arange(int(self.graph.data[self.graph.metadata.item_type].num_nodes))
-                self._items[name, as_of] = embed(self.graph.metadata.item_type, items)
-            self._vectors[key] = (
-                embed(self.graph.metadata.user_type, users),
-                self._items[name, as_of],
-            )
-        return self._vectors[key]
-
-    def tree(self, name: str, as_of: int) -> InterestHierarchy:
-        assert self.hierarchy is not None, "no materialised tree to take the sizes from"
-        if (name, as_of) not in self._trees:
-            sizes = self.hierarchy.tree.primitives_per_level()
-            items = self.vectors(name, torch.zeros(0, dtype=torch.long), as_of)[1]
-            self._trees[name, as_of] = build_hierarchy(
-                items,
-                HierarchyConfig(sizes=sizes),
-                self.content.get(self.graph.metadata.item_type),
-                self.events(as_of),
-            )
-        return self._trees[name, as_of]
-
-    def events(self, as_of: int) -> FunnelEvents:
-        """The positive funnel events before `as_of`: the trees' coarse levels, the users' bags."""
-        if as_of not in self._events:
-            self._events[as_of] = funnel_events(self.graph, before=as_of)
-        return self._events[as_of]
-
-    def tokens(self, name: str, users: Tensor, as_of: int) -> TokenRecommender:
-        assert self.hierarchy is not None
-        return TokenRecommender(
-            users,
-            self.vectors(name, users, as_of)[0],
-            self.tree(name, as_of),
-            self.hierarchy.tokens,
-            self.events(as_of),
-            as_of,
-        )
-
-    @cached_property
-    def interaction_history(self) -> InteractionHistory:
-        return InteractionHistory.of(self.graph)
-
-    @cached_property
-    def log(self) -> FunnelLog:
-        return FunnelLog.of(self.graph)
-
-    def counts(self, as_of: int) -> Counts:
-        if as_of not in self._counts:
-            self._counts[as_of] = Counts(self.log, as_of, self.horizon)
-        return self._counts[as_of]
-
-    def signals(
-        self, name: str, users: Tensor, as_of: int, kinds: tuple[str, ...]
-    ) -> dict[str, Signal]:
-        """The ranker's signals of model `name` for `users` as of `as_of`, of `kinds`."""
-        signals: dict[str, Signal] = {}
-        if EMBEDDING in kinds:
-            signals[EMBEDDING] = InnerProduct(*self.vectors(name, users, as_of))
-        if TOKEN_OVERLAP in kinds and self.hierarchy is not None:
-            overlap = self.tokens(name, users, as_of)
-            signals[TOKEN_OVERLAP] = lambda rows: overlap.score(users[rows])
-        return signals
-
-    def ranker(self, name: str, kinds: tuple[str, ...]) -> InterestRanker | None:
-        """Model `name`'s ranker on `kinds` of signals, fitted on [t2 - horizon, t2) from what
-        was known at its start (the users of that window with a target-stage event, at most
-        `max_users`); None where that window is too small to fit one (`TooFewLabels`)."""
-        if (name, kinds) not in self._rankers:
-            start, comparison = self.as_of - self.horizon, self.comparison
-            window = target_window(
-                self.graph, start, self.as_of, comparison.max_users, comparison.seed
-            )
-            ranker = InterestRanker(replace(comparison.ranker, seed=comparison.seed))
-            signals = self.signals(name, window.users, start, kinds)
-            candidates = ranker.candidates(self.counts(start), window.users, signals)
-            fitted: InterestRanker | None = ranker
-            try:
-                ranker.fit(candidates, window.relevant)
-                setting: dict[str, object] = {"ranker": "fitted", "relevant": ranker.fit_relevant}
-            except TooFewLabels as error:
-                fitted, setting = None, {"ranker": f"none, own score: {error}"}
-            if kinds == SIGNALS:
-                self.settings[name] = {**setting, "fit_window": [start, self.as_of]}
-            self._rankers[name, kinds] = fitted
-        return self._rankers[name, kinds]
-
-    def own_score(self, name: str, window: EvaluationWindow) -> Recommender:
-        """Model `name`'s own score: inner product plus, where it has one, its history term."""
-        model, pairs = self.comparison.models[name], None
-        if model.history_bias is not None:
-            pairs = history_scores(model, self.interaction_history, window.users, self.as_of)
-        vectors = self.vectors(name, window.users, self.as_of)
-        return EmbeddingRecommender(window.users, *vectors, pairs)
-
-    def ranked(self, name: str, window: EvaluationWindow, kinds: tuple[str, ...]) -> Recommender:
-        """Model `name`'s ranker's scores of the window's users as of t2; other items follow by
-        inner product when the embedding is one of the ranker's signals. Without a ranker
-        (too small a fit window), the model's own score."""
-        ranker = self.ranker(name, kinds)
-        if ranker is None:
-            return self.own_score(name, window)
-        signals = self.signals(name, window.users, self.as_of, kinds)
-        candidates = ranker.candidates(self.counts(self.as_of), window.users, signals)
-        num_items = int(self.graph.data[self.graph.metadata.item_type].num_nodes)
-        vectors = self.vectors(name, window.users, self.as_of) if EMBEDDING in kinds else None
-        return RankedRecommender(window.users, ranker.score(candidates), num_items, vectors)
-
-    def fitted(self) -> dict[str, Fitted]:
-        """A recommender builder per model of ours (every seed) and per view of the full one:
-        its own score, its ranker without signals, its content-only view, its token retrieval."""
-        comparison, as_of = self.comparison, self.as_of
-
-        def by_ranker(name: str) -> Fitted:
-            return lambda window: self.ranked(name, window, SIGNALS)
-
-        def content_only(window: EvaluationWindow) -> Recommender:
-            items = content_item_vectors(comparison.models[OURS], self.graph, self.content)
-            users = self.vectors(OURS, window.users, as_of)[0]
-            return EmbeddingRecommender(window.users, users, items)
-
-        fitted = {name: by_ranker(name) for name in comparison.models}
-        views: dict[str, Fitted] = {
-            CONTENT_ONLY: content_only,
-            NO_RANKER: lambda window: self.own_score(OURS, window),
-            NO_EMBEDDING_SIGNAL: lambda window: self.ranked(OURS, window, (TOKEN_OVERLAP,)),
-            NO_TOKEN_SIGNAL: lambda window: self.ranked(OURS, window, (EMBEDDING,)),
-            COUNTS_ONLY: lambda window: self.ranked(OURS, window, ()),
-        }
-        fitted.update({name: views[name] for name in comparison.views})
-        if self.hierarchy is not None:
-            fitted[TOKENS] = lambda window: self.tokens(OURS, window.users, as_of)
-        return fitted
 
 
 def _mean(values: Sequence[float]) -> float | None:
