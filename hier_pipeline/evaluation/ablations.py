@@ -1,14 +1,17 @@
 """The ablations of our model compared in the evaluation report: each switches off one idea and
 keeps everything else of the full model's training config.
 
-Four are trained models of their own (same data, split, seed and steps). Three are views of the
-full model, free of training (`VIEWS`): `hier_content_only` places users from the graph and items
-from their content alone (text and image, the content view that distillation aligns with the
-graph view), which is how a product with no engagement at all would be placed; `hier_no_ranker`
-ranks by the model's own score (inner product plus its history term) instead of the second-stage
-ranker; the ranker without the embedding's signal (`hier_ranker_no_embedding`), without the
-interest tokens' (`hier_ranker_no_tokens`) or without either (`hier_counts_only`) say what the
-representation adds over counting.
+Four are trained models of their own (same data, split, seed and steps). The rest are views of
+the full model, free of training (`VIEWS`):
+  - `hier_content_only` places users from the graph and items from their content alone (text and
+    image, the content view that distillation aligns with the graph view), which is how a product
+    with no engagement at all would be placed;
+  - `hier_no_ranker` ranks by the model's own score (inner product plus its history term) instead
+    of the second-stage ranker;
+  - the ranker without one of its signals (`hier_ranker_no_embedding`, `_no_tokens`,
+    `_no_content`), over counts and content alone (`hier_ranker_no_representation`: what the
+    learned representation adds to what a practitioner has without it), over counts alone
+    (`hier_counts_only`), and fitted without simulated cold items (`hier_ranker_no_cold_items`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,20 @@ CONTENT_ONLY = "hier_content_only"
 NO_RANKER = "hier_no_ranker"
 NO_EMBEDDING_SIGNAL = "hier_ranker_no_embedding"
 NO_TOKEN_SIGNAL = "hier_ranker_no_tokens"
+NO_CONTENT_SIGNAL = "hier_ranker_no_content"
+NO_REPRESENTATION = "hier_ranker_no_representation"
 COUNTS_ONLY = "hier_counts_only"
-VIEWS = (CONTENT_ONLY, NO_RANKER, NO_EMBEDDING_SIGNAL, NO_TOKEN_SIGNAL, COUNTS_ONLY)
+NO_COLD_ITEMS = "hier_ranker_no_cold_items"
+VIEWS = (
+    CONTENT_ONLY,
+    NO_RANKER,
+    NO_EMBEDDING_SIGNAL,
+    NO_TOKEN_SIGNAL,
+    NO_CONTENT_SIGNAL,
+    NO_REPRESENTATION,
+    COUNTS_ONLY,
+    NO_COLD_ITEMS,
+)
 _NO_BIASES = {
     k: v for k, v in asdict(AttentionConfig.with_biases(False)).items() if k[:4] == "use_"
 }

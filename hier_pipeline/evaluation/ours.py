@@ -5,6 +5,11 @@ and shared by the rows that need it (`compare.py` runs the comparison itself).
 The ranker of a model is fitted on [t2 - horizon, t2) = [t1, t2), the window the model
 early-stopped on and never trained on, from embeddings, a tree and counts as of t1; fitted on a
 window the model trained on, it would learn to trust an embedding that had seen the answers.
+
+Its signals: the embedding's inner product, the interest tokens a user and an item share, and
+the items' content next to the user's (the two forms of content kNN: the profile's cosine and
+item kNN in content space, with the content-kNN baseline's code): content needs no event, so
+it is what a new item is ranked by, and the ranker weighs it against the rest on the fit window.
 """
 
 from __future__ import annotations
@@ -20,13 +25,18 @@ from torch import Tensor
 from hier_pipeline.evaluation.ablations import (
     CONTENT_ONLY,
     COUNTS_ONLY,
+    NO_COLD_ITEMS,
+    NO_CONTENT_SIGNAL,
     NO_EMBEDDING_SIGNAL,
     NO_RANKER,
+    NO_REPRESENTATION,
     NO_TOKEN_SIGNAL,
     VIEWS,
 )
+from hier_pipeline.evaluation.baselines.content_knn import ContentKNN
 from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET, Fitted
-from hier_pipeline.evaluation.baselines.recommender import FitBudget, Recommender
+from hier_pipeline.evaluation.baselines.interactions import Interactions
+from hier_pipeline.evaluation.baselines.recommender import FitBudget, Memo, Recommender
 from hier_pipeline.evaluation.interest_recommender import (
     AsOf,
     EmbeddingRecommender,
@@ -53,10 +63,44 @@ from hier_pipeline.ranker.ranker import (
 from hier_pipeline.ranking.window import EvaluationWindow, target_window
 
 TOKENS = f"{OURS}_tokens"
-# The ranker's signals (`hier_pipeline.ranker`): the embedding's inner product, and the interest
-# tokens a user and an item share (where there is a tree).
+# The ranker's signals (`hier_pipeline.ranker`, module doc): tokens where there is a tree,
+# content where the items have some.
 EMBEDDING, TOKEN_OVERLAP = "embedding", "tokens"
-SIGNALS = (EMBEDDING, TOKEN_OVERLAP)
+CONTENT_PROFILE, CONTENT_NEIGHBOURS = "content_profile", "content_neighbours"
+CONTENT = (CONTENT_PROFILE, CONTENT_NEIGHBOURS)
+SIGNALS = (EMBEDDING, TOKEN_OVERLAP, *CONTENT)
+# Learned from events, so blind on an item without one (`InterestRanker.candidates`): the tree's
+# leaves are grown on the model's item vectors.
+BEHAVIOURAL = (EMBEDDING, TOKEN_OVERLAP)
+# The kNN form's neighbours per item: the middle of the content-kNN baseline's grid (10, 200),
+# not tuned here; both forms decay the user's events with the grid's middle half-life.
+CONTENT_KNN = {CONTENT_PROFILE: None, CONTENT_NEIGHBOURS: 100}
+CONTENT_HALF_LIFE_DAYS = 30.0
+
+
+@dataclass(frozen=True)
+class RankerSetup:
+    """Which signals a ranker sees, and whether new items are ranked by construction (the
+    behavioural signals blind on them, some items shown as new in the fit: `hier_pipeline.ranker`)
+    or as the fit window alone teaches."""
+
+    signals: tuple[str, ...] = SIGNALS
+    simulate_cold: bool = True
+
+
+def _without(*left_out: str) -> RankerSetup:
+    return RankerSetup(tuple(s for s in SIGNALS if s not in left_out))
+
+
+FULL = RankerSetup()
+RANKER_VIEWS = {  # the ranker views among `VIEWS`
+    NO_EMBEDDING_SIGNAL: _without(EMBEDDING),
+    NO_TOKEN_SIGNAL: _without(TOKEN_OVERLAP),
+    NO_CONTENT_SIGNAL: _without(*CONTENT),
+    NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP),
+    COUNTS_ONLY: RankerSetup(()),
+    NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
+}
 
 
 @dataclass(frozen=True)
@@ -113,7 +157,9 @@ class OurModels:
         self._trees: dict[tuple[str, int], InterestHierarchy] = {}
         self._events: dict[int, FunnelEvents] = {}
         self._counts: dict[int, Counts] = {}
-        self._rankers: dict[tuple[str, tuple[str, ...]], InterestRanker | None] = {}
+        self._content: dict[int, dict[str, ContentKNN]] = {}
+        self._content_memo = Memo()  # the kNN form's neighbours: content alone, any time
+        self._rankers: dict[tuple[str, RankerSetup], InterestRanker | None] = {}
         # model -> how it is ranked: the ranker's fit, or why its own score stands in
         self.settings: dict[str, dict[str, object]] = {}
 
@@ -177,6 +223,24 @@ class OurModels:
             self._counts[as_of] = Counts(self.log, as_of, self.horizon)
         return self._counts[as_of]
 
+    def content_scores(self, as_of: int) -> dict[str, ContentKNN]:
+        """The content signals' scorers on the events before `as_of` (none without content)."""
+        content = self.content.get(self.graph.metadata.item_type, {})
+        if not content:
+            return {}
+        if as_of not in self._content:
+            history = Interactions.from_graph(self.graph, as_of)
+            forms = {
+                name: ContentKNN(
+                    content, CONTENT_HALF_LIFE_DAYS, neighbours, memo=self._content_memo
+                )
+                for name, neighbours in CONTENT_KNN.items()
+            }
+            for form in forms.values():
+                form.fit(history)
+            self._content[as_of] = forms
+        return self._content[as_of]
+
     def signals(
         self, name: str, users: Tensor, as_of: int, kinds: tuple[str, ...]
     ) -> dict[str, Signal]:
@@ -187,30 +251,42 @@ class OurModels:
         if TOKEN_OVERLAP in kinds and self.hierarchy is not None:
             overlap = self.tokens(name, users, as_of)
             signals[TOKEN_OVERLAP] = lambda rows: overlap.score(users[rows])
+        for kind, form in self.content_scores(as_of).items():
+            if kind in kinds:
+                signals[kind] = lambda rows, form=form: form.score(users[rows])
         return signals
 
-    def ranker(self, name: str, kinds: tuple[str, ...]) -> InterestRanker | None:
-        """Model `name`'s ranker on `kinds` of signals, fitted on [t2 - horizon, t2) from what
-        was known at its start (the users of that window with a target-stage event, at most
-        `max_users`); None where that window is too small to fit one (`TooFewLabels`)."""
-        if (name, kinds) not in self._rankers:
+    def ranker(self, name: str, setup: RankerSetup) -> InterestRanker | None:
+        """Model `name`'s ranker of `setup`, fitted on [t2 - horizon, t2) from what was known at
+        its start (the users of that window with a target-stage event, at most `max_users`);
+        None where that window is too small to fit one (`TooFewLabels`)."""
+        if (name, setup) not in self._rankers:
             start, comparison = self.as_of - self.horizon, self.comparison
             window = target_window(
                 self.graph, start, self.as_of, comparison.max_users, comparison.seed
             )
-            ranker = InterestRanker(replace(comparison.ranker, seed=comparison.seed))
-            signals = self.signals(name, window.users, start, kinds)
-            candidates = ranker.candidates(self.counts(start), window.users, signals)
+            config = replace(comparison.ranker, seed=comparison.seed)
+            if not setup.simulate_cold:
+                config = replace(config, cold_item_rate=0.0)
+            ranker = InterestRanker(config)
+            signals = self.signals(name, window.users, start, setup.signals)
+            candidates = ranker.candidates(
+                self.counts(start), window.users, signals, self.behavioural(setup)
+            )
             fitted: InterestRanker | None = ranker
             try:
                 ranker.fit(candidates, window.relevant)
                 setting: dict[str, object] = {"ranker": "fitted", "relevant": ranker.fit_relevant}
             except TooFewLabels as error:
                 fitted, setting = None, {"ranker": f"none, own score: {error}"}
-            if kinds == SIGNALS:
+            if setup == FULL:
                 self.settings[name] = {**setting, "fit_window": [start, self.as_of]}
-            self._rankers[name, kinds] = fitted
-        return self._rankers[name, kinds]
+            self._rankers[name, setup] = fitted
+        return self._rankers[name, setup]
+
+    @staticmethod
+    def behavioural(setup: RankerSetup) -> tuple[str, ...]:
+        return BEHAVIOURAL if setup.simulate_cold else ()
 
     def own_score(self, name: str, window: EvaluationWindow) -> Recommender:
         """Model `name`'s own score: inner product plus, where it has one, its history term."""
@@ -220,26 +296,29 @@ class OurModels:
         vectors = self.vectors(name, window.users, self.as_of)
         return EmbeddingRecommender(window.users, *vectors, pairs)
 
-    def ranked(self, name: str, window: EvaluationWindow, kinds: tuple[str, ...]) -> Recommender:
+    def ranked(self, name: str, window: EvaluationWindow, setup: RankerSetup) -> Recommender:
         """Model `name`'s ranker's scores of the window's users as of t2; other items follow by
         inner product when the embedding is one of the ranker's signals. Without a ranker
         (too small a fit window), the model's own score."""
-        ranker = self.ranker(name, kinds)
+        ranker = self.ranker(name, setup)
         if ranker is None:
             return self.own_score(name, window)
-        signals = self.signals(name, window.users, self.as_of, kinds)
-        candidates = ranker.candidates(self.counts(self.as_of), window.users, signals)
+        signals = self.signals(name, window.users, self.as_of, setup.signals)
+        candidates = ranker.candidates(
+            self.counts(self.as_of), window.users, signals, self.behavioural(setup)
+        )
         num_items = int(self.graph.data[self.graph.metadata.item_type].num_nodes)
-        vectors = self.vectors(name, window.users, self.as_of) if EMBEDDING in kinds else None
+        embedded = EMBEDDING in setup.signals
+        vectors = self.vectors(name, window.users, self.as_of) if embedded else None
         return RankedRecommender(window.users, ranker.score(candidates), num_items, vectors)
 
     def fitted(self) -> dict[str, Fitted]:
         """A recommender builder per model of ours (every seed) and per view of the full one:
-        its own score, its ranker without signals, its content-only view, its token retrieval."""
+        its own score, its rankers of `RANKER_VIEWS`, its content-only view, its token retrieval."""
         comparison, as_of = self.comparison, self.as_of
 
-        def by_ranker(name: str) -> Fitted:
-            return lambda window: self.ranked(name, window, SIGNALS)
+        def by_ranker(name: str, setup: RankerSetup = FULL) -> Fitted:
+            return lambda window: self.ranked(name, window, setup)
 
         def content_only(window: EvaluationWindow) -> Recommender:
             items = content_item_vectors(comparison.models[OURS], self.graph, self.content)
@@ -250,9 +329,7 @@ class OurModels:
         views: dict[str, Fitted] = {
             CONTENT_ONLY: content_only,
             NO_RANKER: lambda window: self.own_score(OURS, window),
-            NO_EMBEDDING_SIGNAL: lambda window: self.ranked(OURS, window, (TOKEN_OVERLAP,)),
-            NO_TOKEN_SIGNAL: lambda window: self.ranked(OURS, window, (EMBEDDING,)),
-            COUNTS_ONLY: lambda window: self.ranked(OURS, window, ()),
+            **{view: by_ranker(OURS, setup) for view, setup in RANKER_VIEWS.items()},
         }
         fitted.update({name: views[name] for name in comparison.views})
         if self.hierarchy is not None:

@@ -43,6 +43,17 @@ def feature_names(stages: list[str]) -> list[str]:
     return [*per_stage, *PAIR_FEATURES, *ITEM_FEATURES, *USER_FEATURES]
 
 
+def item_columns(stages: list[str]) -> slice:
+    """Where the `ITEM_FEATURES` lie among the `feature_names` columns."""
+    start = len(stages) + len(PAIR_FEATURES)
+    return slice(start, start + len(ITEM_FEATURES))
+
+
+# What an item without a single event before T has in the `ITEM_FEATURES` columns: no counts, no
+# re-buy share, no age. Where a never-engaged item is new, its row looks like this.
+COLD_ITEM = np.array([0.0, 0.0, 0.0, np.nan, np.nan], dtype=np.float32)
+
+
 @dataclass(frozen=True)
 class FunnelLog:
     """Every `engaged` edge of the graph as numpy arrays. `stage` is -1 on events without a
@@ -115,6 +126,7 @@ class Counts:
         rebuyers = np.bincount(pair_item[self.pair_target >= 2], minlength=items)
         first = np.full(items, np.inf)
         np.minimum.at(first, log.item[positive], log.time[positive].astype(np.float64))
+        self.item_eventless = ~np.isfinite(first)  # no positive event before T: new, or unwanted
         self.item_target_lately = np.bincount(log.item[target & lately], minlength=items)
         self.item_columns = np.column_stack(
             [
@@ -163,13 +175,22 @@ class Counts:
         order = np.argsort(-self.item_target_lately, kind="stable")[:count]
         return torch.from_numpy(order[self.item_target_lately[order] > 0])
 
-    def features(self, users: Tensor, items: Tensor) -> np.ndarray:
-        """The `feature_names` columns of each (users[j], items[j]). Shapes: [P], [P] -> [P, F]."""
-        user, item = users.numpy().astype(np.int64), items.numpy().astype(np.int64)
-        keys = user * self.log.num_items + item
+    def _pairs(self, users: Tensor, items: Tensor) -> tuple[np.ndarray, np.ndarray]:
+        """Each (users[j], items[j])'s index among `pair_keys` and whether it is there."""
+        keys = users.numpy().astype(np.int64) * self.log.num_items + items.numpy()
         pair = np.searchsorted(self.pair_keys, keys).clip(max=max(len(self.pair_keys) - 1, 0))
         known = (self.pair_keys[pair] == keys) if len(self.pair_keys) else np.zeros(len(keys), bool)
-        pair_columns = np.zeros((len(keys), self.pair_columns.shape[1]))
+        return pair, known
+
+    def seen(self, users: Tensor, items: Tensor) -> np.ndarray:
+        """Whether each (users[j], items[j]) has an event before `as_of`. Shapes: [P] -> [P]."""
+        return self._pairs(users, items)[1]
+
+    def features(self, users: Tensor, items: Tensor) -> np.ndarray:
+        """The `feature_names` columns of each (users[j], items[j]). Shapes: [P], [P] -> [P, F]."""
+        pair, known = self._pairs(users, items)
+        item, user = items.numpy().astype(np.int64), users.numpy().astype(np.int64)
+        pair_columns = np.zeros((len(pair), self.pair_columns.shape[1]))
         if len(self.pair_keys):
             pair_columns[known] = self.pair_columns[pair[known]]
         # days since a pair's event: none, not zero days, for a pair never engaged

@@ -13,11 +13,18 @@ Candidates per user: every item of their history, the `popular_candidates` items
 target events lately, and the top `signal_candidates` of each signal: a dense score of every item
 for a user, e.g. the embedding's inner product or the interest tokens the user and the item share.
 Each signal adds two features: its score, and the candidate's rank in its top list (NaN below it).
+
+New items. The fit window rarely holds a purchase of an item without earlier events, so trees
+fitted on it learn that such an item is never bought. Two steps teach them otherwise (DropoutNet
+at the second stage): signals learned from events (`behavioural`, e.g. the embedding) are NaN on
+an item without a positive event, where they say nothing reliable, so such an item is ranked by
+its content signals and the user's figures; and in the fit a `cold_item_rate` share of items is
+shown, to the users who had not met them, as if new (`_as_if_cold`), labels kept.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -26,7 +33,7 @@ import torch
 from sklearn.ensemble import HistGradientBoostingClassifier
 from torch import Tensor
 
-from hier_pipeline.ranker.counts import Counts, feature_names
+from hier_pipeline.ranker.counts import COLD_ITEM, Counts, feature_names, item_columns
 from hier_pipeline.ranking.metrics import PairScores, UserItems
 
 CHUNK = 256  # ranked users per dense signal block
@@ -64,17 +71,24 @@ class RankerConfig:
     learning_rate: float = 0.05
     max_leaf_nodes: int = 31
     l2_regularization: float = 1.0
+    # The share of items shown as new in the fit (module doc), as the model's training does.
+    cold_item_rate: float = 0.2
     seed: int = 0
 
 
 @dataclass(frozen=True)
 class Candidates:
     """The pairs a ranker scores. Shapes: rows, items [P] (rows ascending, indexing the ranked
-    users); features [P, F]."""
+    users); features [P, F]; seen [P], whether the user had an event on the item. Among the
+    features, `items_at` holds the item's counts and `blind_at` the behavioural signals' columns
+    (NaN on an item without events, module doc)."""
 
     rows: Tensor
     items: Tensor
     features: np.ndarray
+    seen: np.ndarray
+    items_at: slice
+    blind_at: np.ndarray  # int64 column indices
 
 
 class InterestRanker:
@@ -92,9 +106,14 @@ class InterestRanker:
         return [*feature_names(stages), *per_signal]
 
     def candidates(
-        self, counts: Counts, users: Tensor, signals: Mapping[str, Signal]
+        self,
+        counts: Counts,
+        users: Tensor,
+        signals: Mapping[str, Signal],
+        behavioural: Collection[str] = (),
     ) -> Candidates:
-        """Each of `users`' candidates as of `counts.as_of` with their features (module doc).
+        """Each of `users`' candidates as of `counts.as_of` with their features (module doc);
+        the `behavioural` among the `signals` are NaN on items without a positive event.
 
         Users go `CHUNK` at a time: each signal's dense scores of a block give both its top list
         and its feature columns, so no signal is computed twice."""
@@ -111,7 +130,21 @@ class InterestRanker:
             blocks.append(_block(block, own, popular, signals, depth, counts.log.num_items))
         rows, items = torch.cat([b[0] for b in blocks]), torch.cat([b[1] for b in blocks])
         columns = [counts.features(users[rows], items), np.concatenate([b[2] for b in blocks])]
-        return Candidates(rows, items, np.column_stack(columns).astype(np.float32))
+        features = np.column_stack(columns).astype(np.float32)
+        first_signal = len(feature_names(counts.log.stages))
+        blind_at = np.array(
+            [
+                first_signal + 2 * position + part
+                for position, name in enumerate(signals)
+                if name in behavioural
+                for part in (0, 1)
+            ],
+            dtype=np.int64,
+        )
+        eventless = counts.item_eventless[items.numpy()]
+        features[np.ix_(eventless, blind_at)] = np.nan
+        seen = counts.seen(users[rows], items)
+        return Candidates(rows, items, features, seen, item_columns(counts.log.stages), blind_at)
 
     def fit(self, candidates: Candidates, relevant: UserItems) -> None:
         """Learn P(relevant) of the candidates; `relevant` rows are the candidates' rows."""
@@ -123,6 +156,7 @@ class InterestRanker:
                 f"candidates: it needs at least {config.min_relevant} and some irrelevant ones"
             )
         self.fit_relevant = int(labels.sum())
+        features = self._as_if_cold(candidates)
         self.classifier = HistGradientBoostingClassifier(
             learning_rate=config.learning_rate,
             max_iter=config.max_iterations,
@@ -132,7 +166,19 @@ class InterestRanker:
             validation_fraction=0.1,
             n_iter_no_change=20,
             random_state=config.seed,
-        ).fit(candidates.features, labels)
+        ).fit(features, labels)
+
+    def _as_if_cold(self, candidates: Candidates) -> np.ndarray:
+        """The features with a `cold_item_rate` share of items, drawn by seed, shown as new to
+        the users who had not met them: no counts, behavioural signals blind (module doc)."""
+        features = candidates.features.copy()
+        num_items = int(candidates.items.max()) + 1 if len(candidates.items) else 0
+        rng = np.random.default_rng(self.config.seed)
+        drawn = rng.random(num_items) < self.config.cold_item_rate
+        rows = np.flatnonzero(drawn[candidates.items.numpy()] & ~candidates.seen)
+        features[rows, candidates.items_at] = COLD_ITEM
+        features[np.ix_(rows, candidates.blind_at)] = np.nan
+        return features
 
     def score(self, candidates: Candidates) -> PairScores:
         """P(relevant) of every candidate. Shapes: -> PairScores over the candidates' rows."""
