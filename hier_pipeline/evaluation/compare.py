@@ -9,8 +9,8 @@ comparison is on the window after it, [t2, end), end = the last event + 1:
     [t1, t2) from what was known at t1 (`ours.py`), on the same window: same warm users, same
     relevant items, the same rule for already-bought items, the same popularity tie-break;
   - `hier_no_ranker` ranks by the model's own score instead (inner product plus, where the model
-    has it, the personal-history term); `hier_ranker_no_embedding`, `hier_ranker_no_tokens` and
-    `hier_counts_only` by rankers without one or both of the representation's signals;
+    has it, the personal-history term); the `hier_ranker_*` views and `hier_counts_only` by
+    rankers without some of its signals or its cold-item steps (`ablations.py`);
   - cold items are those without an interaction before t2: nobody, model or baseline, has seen
     a single one of theirs. (Items first engaged in [t1, t2) are new to our model's training but
     not to the baselines, which refit on them: counting them as cold would favour the baselines
@@ -21,7 +21,8 @@ comparison is on the window after it, [t2, end), end = the last event + 1:
     user, bags assigned from the same t2 vectors with the materialised tree (grown on the
     embeddings as of the end of the data: it saw the items' later neighbourhoods, not the users');
   - from every model's final ranking of the same users: 95% bootstrap intervals, ours minus each
-    baseline with a paired interval (`uncertainty.py`), and recall on repeat vs explore positives
+    baseline with a paired interval (`uncertainty.py`), and its first seed minus each of its
+    views (`versus_views`: what the part a view leaves out adds), and recall on repeat vs explore positives
     with the share of each top 50 taken from the user's history (`segments.py`).
 """
 
@@ -118,6 +119,9 @@ def evaluate_models(
         for segment, items in positives.items()
     }
     figures = per_user_figures(rankings, window.relevant)
+    # views of ours against the seed they are views of, before the seeds are pooled
+    views = [name for name in comparison.views if name in figures]
+    versus_views = versus(figures, OURS, views, comparison.seed)
     seeds = [OURS, *(name for name in rankings if is_seed(name))]
     fitted = ours.fitted()
     cold, cold_ranked = cold_user_rankings(
@@ -174,6 +178,7 @@ def evaluate_models(
         seeds=len(seeds),
         seed_sd=spread,
         cold_users_evaluated=len(cold.users),
+        versus_views=versus_views,
     )
 
 

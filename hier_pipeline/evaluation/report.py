@@ -63,6 +63,8 @@ class EvaluationReport:
     seeds: int = 1  # training seeds of ours; its figures are their means
     seed_sd: dict[str, float] = field(default_factory=dict)  # ours: metric -> sd over seeds
     cold_users_evaluated: int = 0  # users without any interaction before t2 (`cold_users`)
+    # view of ours -> metric -> ours (its first seed, whose view it is) minus that view
+    versus_views: dict[str, dict[str, Difference]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         hierarchy = None
@@ -81,10 +83,8 @@ class EvaluationReport:
             "target_stage": self.target_stage,
             "split": {"t1": _iso(self.t1), "t2": _iso(self.t2), "end": _iso(self.end)},
             "models": {name: self._model_json(name) for name in self.models},
-            "versus": {
-                baseline: {metric: _finite(d.to_json()) for metric, d in differences.items()}
-                for baseline, differences in self.versus.items()
-            },
+            "versus": _differences_json(self.versus),
+            "versus_views": _differences_json(self.versus_views),
             "segments": {
                 segment: {name: _finite(metrics) for name, metrics in models.items()}
                 for segment, models in self.segments.items()
@@ -139,7 +139,7 @@ class EvaluationReport:
                 metrics[f"eval/hierarchy/L{level}/training_seed_ari"] = ari
         for metric, sd in self.seed_sd.items():
             metrics[f"eval/{OURS}/{metric}/seed_sd"] = sd
-        for baseline, differences in self.versus.items():
+        for baseline, differences in {**self.versus, **self.versus_views}.items():
             for metric, found in differences.items():
                 metrics[f"eval/versus/{baseline}/{metric}/diff"] = found.diff
                 metrics[f"eval/versus/{baseline}/{metric}/ci_low"] = found.low
@@ -165,6 +165,15 @@ def _nan(value: float | None) -> float:
 
 def _number(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
+
+
+def _differences_json(
+    versus: dict[str, dict[str, Difference]],
+) -> dict[str, dict[str, dict[str, Any]]]:
+    return {
+        name: {metric: _finite(found.to_json()) for metric, found in differences.items()}
+        for name, differences in versus.items()
+    }
 
 
 def _finite(values: dict[str, Any]) -> dict[str, Any]:

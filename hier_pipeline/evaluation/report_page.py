@@ -156,21 +156,30 @@ def _verdict(report: EvaluationReport) -> list[str]:
 
 
 def _uncertainty(report: EvaluationReport) -> list[str]:
-    """Ours minus each baseline with its paired 95% interval: a win only where it excludes 0."""
-    if not report.versus:
-        return []
-    metrics = sorted({m for differences in report.versus.values() for m in differences})
-    rows = [
-        [name, *(_difference(differences.get(m)) for m in metrics)]
-        for name, differences in report.versus.items()
-    ]
-    return [
+    """Ours minus each baseline, and its first seed minus each of its views, with paired 95%
+    intervals: a win only where the interval excludes 0."""
+    lines = _differences(
+        report.versus,
+        "baseline",
         f"`{OURS}` minus each baseline over the same users, with a 95% paired bootstrap interval"
         " (an interval that crosses 0 is a tie):",
-        "",
-        _table(["baseline", *metrics], rows),
-        "",
+    )
+    return lines + _differences(
+        report.versus_views,
+        "view",
+        f"`{OURS}` (its first seed) minus each view of it: what the part the view leaves out adds.",
+    )
+
+
+def _differences(versus: dict[str, dict[str, Difference]], kind: str, title: str) -> list[str]:
+    if not versus:
+        return []
+    metrics = sorted({m for differences in versus.values() for m in differences})
+    rows = [
+        [name, *(_difference(differences.get(m)) for m in metrics)]
+        for name, differences in versus.items()
     ]
+    return [title, "", _table([kind, *metrics], rows), ""]
 
 
 def _seeds(report: EvaluationReport) -> list[str]:

@@ -19,7 +19,7 @@ fitted on it learn that such an item is never bought. Two steps teach them other
 at the second stage): signals learned from events (`behavioural`, e.g. the embedding) are NaN on
 an item without a positive event, where they say nothing reliable, so such an item is ranked by
 its content signals and the user's figures; and in the fit a `cold_item_rate` share of items is
-shown, to the users who had not met them, as if new (`_as_if_cold`), labels kept.
+shown, to the users who had not met them, as if new (`fit_features`), labels kept.
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class InterestRanker:
                 f"candidates: it needs at least {config.min_relevant} and some irrelevant ones"
             )
         self.fit_relevant = int(labels.sum())
-        features = self._as_if_cold(candidates)
+        features = self.fit_features(candidates)
         self.classifier = HistGradientBoostingClassifier(
             learning_rate=config.learning_rate,
             max_iter=config.max_iterations,
@@ -168,9 +168,9 @@ class InterestRanker:
             random_state=config.seed,
         ).fit(features, labels)
 
-    def _as_if_cold(self, candidates: Candidates) -> np.ndarray:
-        """The features with a `cold_item_rate` share of items, drawn by seed, shown as new to
-        the users who had not met them: no counts, behavioural signals blind (module doc)."""
+    def fit_features(self, candidates: Candidates) -> np.ndarray:
+        """What the fit sees: the features with a `cold_item_rate` share of items, drawn by seed,
+        shown as new to the users who had not met them: no counts, behavioural signals blind."""
         features = candidates.features.copy()
         num_items = int(candidates.items.max()) + 1 if len(candidates.items) else 0
         rng = np.random.default_rng(self.config.seed)

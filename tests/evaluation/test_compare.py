@@ -14,8 +14,11 @@ from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.evaluation.ablations import (
     ABLATIONS,
     COUNTS_ONLY,
+    NO_COLD_ITEMS,
     NO_RANKER,
+    NO_REPRESENTATION,
     TRAINED,
+    VIEWS,
     same_architecture,
     train_ablations,
 )
@@ -118,7 +121,8 @@ def test_every_figure_carries_its_interval_and_its_segments(compared: Compared) 
             assert low <= metrics[metric] <= high, (name, metric)
         assert 0.0 <= metrics["history_share@50"] <= 1.0, name
     assert set(report.versus) == set(BASELINE_NAMES)
-    for baseline, differences in report.versus.items():
+    assert set(report.versus_views) == set(VIEWS)  # one seed here: the first seed is `hier`
+    for baseline, differences in {**report.versus, **report.versus_views}.items():
         for metric, found in differences.items():
             point = report.models["hier"][metric] - report.models[baseline][metric]
             assert found.diff == pytest.approx(point, abs=1e-6)
@@ -171,7 +175,7 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
     comparison = Comparison(
         models={"hier": compared.model},
         fanouts=TINY.fanouts,
-        views=(NO_RANKER, COUNTS_ONLY),
+        views=(NO_RANKER, COUNTS_ONLY, NO_REPRESENTATION, NO_COLD_ITEMS),
         baselines=("popularity",),
         ranker=RankerConfig(min_relevant=1),
     )
@@ -186,6 +190,11 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
     assert report.models[NO_RANKER] == compared.report.models[NO_RANKER]
     assert report.models["hier"] != report.models[NO_RANKER]
     assert report.models[COUNTS_ONLY] != report.models["hier"]
+    # each ranker view sees other signals or other fit features: each ranks on its own
+    rows = [report.models[name] for name in (COUNTS_ONLY, NO_REPRESENTATION, NO_COLD_ITEMS)]
+    assert all(
+        row != other for row in rows for other in [*rows, report.models["hier"]] if row is not other
+    )
 
 
 def test_each_ablation_differs_from_the_full_config_in_its_switch_only() -> None:

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from hier_pipeline.evaluation.interest_recommender import RankedRecommender
-from hier_pipeline.ranker.counts import SECONDS_PER_DAY, Counts, FunnelLog
+from hier_pipeline.ranker.counts import COLD_ITEM, SECONDS_PER_DAY, Counts, FunnelLog
 from hier_pipeline.ranker.ranker import InnerProduct, InterestRanker, RankerConfig, TooFewLabels
 from hier_pipeline.ranking.metrics import PairScores, UserItems
 from hier_pipeline.ranking.window import EvaluationWindow, target_window
@@ -107,3 +107,45 @@ def test_candidates_rank_above_every_other_item_then_by_inner_product() -> None:
     others = [i for i in range(6) if i != 3]
     expected = (vectors[0][1] @ vectors[1][others].T).argsort(descending=True)
     assert scores[0, others].argsort(descending=True).tolist() == expected.tolist()
+
+
+def _content(log: FunnelLog, users: int) -> dict[str, InnerProduct]:
+    return {"content": _embedding(log, users, seed=1)["embedding"]}
+
+
+def test_behavioural_signals_are_blind_on_items_without_events(world: tuple) -> None:
+    _, log, start = world
+    counts, users = Counts(log, start, HORIZON), torch.arange(12)
+    signals = {**_embedding(log, len(users)), **_content(log, len(users))}
+    candidates = InterestRanker().candidates(counts, users, signals, behavioural=("embedding",))
+    eventless = counts.item_eventless[candidates.items.numpy()]
+    assert eventless.any() and (~eventless).any()
+    embedding, content = candidates.features[:, -4], candidates.features[:, -2]
+    assert np.isnan(embedding[eventless]).all() and np.isfinite(embedding[~eventless]).all()
+    assert np.isfinite(content).all()  # content describes a new item as it does any other
+    width = candidates.features.shape[1]
+    assert candidates.blind_at.tolist() == [width - 4, width - 3]
+
+
+def test_the_fit_shows_a_share_of_items_as_new_to_who_had_not_met_them(world: tuple) -> None:
+    _, log, start = world
+    counts, users = Counts(log, start, HORIZON), torch.arange(40)
+    signals = {**_embedding(log, len(users)), **_content(log, len(users))}
+    ranker = InterestRanker(RankerConfig(cold_item_rate=0.5, seed=1))
+    candidates = ranker.candidates(counts, users, signals, behavioural=("embedding",))
+    shown = ranker.fit_features(candidates)
+    changed = ~np.all(
+        (shown == candidates.features) | (np.isnan(shown) & np.isnan(candidates.features)), axis=1
+    )
+    assert not changed[candidates.seen].any()  # a user's own item is never new to them
+    as_new = shown[changed]
+    cold = np.broadcast_to(COLD_ITEM, (len(as_new), len(COLD_ITEM)))
+    assert np.array_equal(as_new[:, candidates.items_at], cold, equal_nan=True)
+    assert np.isnan(as_new[:, candidates.blind_at]).all()
+    content = candidates.features[changed][:, -2:]
+    assert np.array_equal(as_new[:, -2:], content, equal_nan=True)  # content kept
+    drawn = np.unique(candidates.items.numpy()[changed])
+    known = np.unique(candidates.items.numpy()[~counts.item_eventless[candidates.items.numpy()]])
+    assert 0.3 < len(np.intersect1d(drawn, known)) / len(known) < 0.7
+    unchanged = InterestRanker(RankerConfig(cold_item_rate=0.0)).fit_features(candidates)
+    assert np.array_equal(unchanged, candidates.features, equal_nan=True)
