@@ -87,6 +87,15 @@ class RankerSetup:
     signals: tuple[str, ...] = SIGNALS
     simulate_cold: bool = True
 
+    @property
+    def behavioural(self) -> tuple[str, ...]:
+        """The signals blind on new items."""
+        return BEHAVIOURAL if self.simulate_cold else ()
+
+    def configured(self, config: RankerConfig) -> RankerConfig:
+        """`config` with no item shown as new where new items are not simulated."""
+        return config if self.simulate_cold else replace(config, cold_item_rate=0.0)
+
 
 def _without(*left_out: str) -> RankerSetup:
     return RankerSetup(tuple(s for s in SIGNALS if s not in left_out))
@@ -265,13 +274,12 @@ class OurModels:
             window = target_window(
                 self.graph, start, self.as_of, comparison.max_users, comparison.seed
             )
-            config = replace(comparison.ranker, seed=comparison.seed)
-            if not setup.simulate_cold:
-                config = replace(config, cold_item_rate=0.0)
-            ranker = InterestRanker(config)
+            ranker = InterestRanker(
+                setup.configured(replace(comparison.ranker, seed=comparison.seed))
+            )
             signals = self.signals(name, window.users, start, setup.signals)
             candidates = ranker.candidates(
-                self.counts(start), window.users, signals, self.behavioural(setup)
+                self.counts(start), window.users, signals, setup.behavioural
             )
             fitted: InterestRanker | None = ranker
             try:
@@ -283,10 +291,6 @@ class OurModels:
                 self.settings[name] = {**setting, "fit_window": [start, self.as_of]}
             self._rankers[name, setup] = fitted
         return self._rankers[name, setup]
-
-    @staticmethod
-    def behavioural(setup: RankerSetup) -> tuple[str, ...]:
-        return BEHAVIOURAL if setup.simulate_cold else ()
 
     def own_score(self, name: str, window: EvaluationWindow) -> Recommender:
         """Model `name`'s own score: inner product plus, where it has one, its history term."""
@@ -305,7 +309,7 @@ class OurModels:
             return self.own_score(name, window)
         signals = self.signals(name, window.users, self.as_of, setup.signals)
         candidates = ranker.candidates(
-            self.counts(self.as_of), window.users, signals, self.behavioural(setup)
+            self.counts(self.as_of), window.users, signals, setup.behavioural
         )
         num_items = int(self.graph.data[self.graph.metadata.item_type].num_nodes)
         embedded = EMBEDDING in setup.signals

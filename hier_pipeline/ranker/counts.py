@@ -51,7 +51,10 @@ def item_columns(stages: list[str]) -> slice:
 
 # What an item without a single event before T has in the `ITEM_FEATURES` columns: no counts, no
 # re-buy share, no age. Where a never-engaged item is new, its row looks like this.
-COLD_ITEM = np.array([0.0, 0.0, 0.0, np.nan, np.nan], dtype=np.float32)
+_UNDEFINED_WHEN_COLD = ("item_rebuy_share", "item_age_days")
+COLD_ITEM = np.array(
+    [np.nan if name in _UNDEFINED_WHEN_COLD else 0.0 for name in ITEM_FEATURES], dtype=np.float32
+)
 
 
 @dataclass(frozen=True)
