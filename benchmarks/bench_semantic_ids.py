@@ -139,7 +139,7 @@ def _figures(prepared: Any, vectors: dict, truth: Any, weight: float, end: int) 
                 )
                 for name, ranker in rankers.items()
             },
-            "cold_items_same_tokens": _cold(prepared, found, tree, content, weight, end),
+            "cold_items_same_tokens": _cold(prepared, found, tree, content, end),
         }
         if truth is not None:
             out[f"seed{seed}"]["ami"] = [
@@ -155,15 +155,14 @@ def _figures(prepared: Any, vectors: dict, truth: Any, weight: float, end: int) 
     return out
 
 
-def _cold(prepared: Any, found: dict, tree: Any, content: Any, weight: float, end: int) -> dict:
+def _cold(prepared: Any, found: dict, tree: Any, content: Any, end: int) -> dict:
     """Items first engaged after t2 with a week of events before the end: the share whose tokens
     per level from content alone (embedded at t2, before any event) equal those after their
-    events (embedded at the end), both by the nearest finest code in the fused space."""
+    events (embedded at the end), both placed as arrivals are (`InterestHierarchy.item_codes`:
+    the nearest finest code in the fused space, and its ancestors)."""
     import torch
-    import torch.nn.functional as F
 
     from hier_pipeline.interests.events import funnel_events
-    from hier_pipeline.interests.fusion import fuse
 
     events = funnel_events(prepared.graph)
     count = len(tree.members)
@@ -171,19 +170,9 @@ def _cold(prepared: Any, found: dict, tree: Any, content: Any, weight: float, en
         0, events.items, events.time, reduce="amin"
     )
     cold = ((first >= prepared.split.t2) & (first < end - WEEK)).nonzero().flatten()
-    fused = fuse(found["t2"]["item"], content, weight)
-    finest = tree.offsets[-2]
-    book = torch.zeros(len(tree.parent) - finest, fused.shape[1])
-    book = F.normalize(book.index_add_(0, tree.members[:, -1] - finest, fused), dim=1)
-
-    def tokens(rows: Any) -> Any:
-        path = [(rows @ book.T).argmax(dim=1) + finest]
-        for _ in range(tree.levels - 1):
-            path.insert(0, tree.parent[path[0]])
-        return torch.stack(path, dim=1)
-
-    before = tokens(fused[cold])
-    after = tokens(fuse(found["end"]["item"], content, weight)[cold])
+    rows = None if content is None else {k: v[cold] for k, v in content.items()}
+    before = tree.item_codes(found["t2"]["item"][cold], rows)
+    after = tree.item_codes(found["end"]["item"][cold], rows)
     same = (before == after).double().mean(dim=0).tolist() if len(cold) else []
     return {"items": len(cold), "per_level": [round(s, 3) for s in same]}
 

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.files.atomic import atomic_path
+from hier_pipeline.interests.codebook import ItemCodebook
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.supergraph import SuperGraph
 from hier_pipeline.interests.tokens import TokenBags
@@ -65,6 +66,7 @@ def load_hierarchy(path: Path) -> InterestHierarchy:
         tuple(payload["offsets"]),
         payload["token_ids"],
         payload["members"],
+        None if payload.get("codebook") is None else ItemCodebook.from_payload(payload["codebook"]),
     )
 
 
@@ -83,6 +85,7 @@ def save_hierarchy(
                 "offsets": list(hierarchy.offsets),
                 "token_ids": hierarchy.token_ids,
                 "members": hierarchy.members,
+                "codebook": None if hierarchy.codebook is None else hierarchy.codebook.to_payload(),
             },
             "supergraph": vars(supergraph),
         },

@@ -19,6 +19,7 @@ same where an item has both; an item without content is placed by behaviour alon
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -27,33 +28,56 @@ from torch import Tensor
 MODALITIES = (("text", "has_text"), ("image", "has_image"))
 
 
-def content_vectors(content: Mapping[str, Tensor], count: int) -> Tensor:
-    """The items' centred content, text and image side by side, unit norm per item (zero rows for
-    items without content). Shapes: -> [count, text dim + image dim] (or [count, 0])."""
-    parts, present = [], torch.zeros(count)
-    for vectors, mask in MODALITIES:
-        if vectors not in content:
-            continue
-        has = content[mask].bool()
-        centred = content[vectors].float() - content[vectors][has].float().mean(dim=0)
-        parts.append(F.normalize(centred, dim=1) * has[:, None])
-        present += has.float()
-    if not parts:
-        return torch.zeros(count, 0)
-    return torch.cat(parts, dim=1) / present.clamp_min(1).sqrt()[:, None]
+@dataclass(frozen=True)
+class ItemFusion:
+    """How the tree's items were fused: the content weight and each modality's catalogue mean
+    (the centring). Kept with the tree, so a product that arrives after it grew is fused as its
+    items were, not centred on a batch of a few products."""
+
+    content_weight: float
+    means: dict[str, Tensor]  # modality ("text", "image") -> mean of the items that have it
+
+    @classmethod
+    def of(cls, content: Mapping[str, Tensor] | None, content_weight: float) -> ItemFusion:
+        """The fusion of a catalogue with `content` (None: behaviour alone)."""
+        if not 0.0 <= content_weight <= 1.0:
+            raise ValueError(f"content_weight must lie in [0, 1], not {content_weight}")
+        means = {}
+        for vectors, mask in MODALITIES:
+            if content is not None and vectors in content and content[mask].bool().any():
+                means[vectors] = content[vectors][content[mask].bool()].float().mean(dim=0)
+        return cls(content_weight, means)
+
+    def content_vectors(self, content: Mapping[str, Tensor], count: int) -> Tensor:
+        """The items' centred content, text and image side by side, unit norm per item (zero
+        rows for items without content). Shapes: -> [count, text dim + image dim] (or
+        [count, 0])."""
+        parts, present = [], torch.zeros(count)
+        for vectors, mask in MODALITIES:
+            if vectors not in self.means:
+                continue
+            has = content[mask].bool()
+            centred = content[vectors].float() - self.means[vectors]
+            parts.append(F.normalize(centred, dim=1) * has[:, None])
+            present += has.float()
+        if not parts:
+            return torch.zeros(count, 0)
+        return torch.cat(parts, dim=1) / present.clamp_min(1).sqrt()[:, None]
+
+    def __call__(self, behaviour: Tensor, content: Mapping[str, Tensor] | None) -> Tensor:
+        """Unit-norm fused item vectors (the module docstring). Without content, or with weight
+        0, the behaviour vectors themselves. Shapes: behaviour [N, d] -> [N, d + content dims]."""
+        if content is None or self.content_weight == 0.0 or not self.means:
+            return F.normalize(behaviour, dim=1)
+        what = self.content_vectors(content, len(behaviour))
+        has_content = what.norm(dim=1) > 0
+        weight = torch.where(has_content, self.content_weight, 0.0)[:, None]
+        fused = torch.cat(
+            [what * weight.sqrt(), F.normalize(behaviour, dim=1) * (1 - weight).sqrt()], dim=1
+        )
+        return F.normalize(fused, dim=1)
 
 
 def fuse(behaviour: Tensor, content: Mapping[str, Tensor] | None, content_weight: float) -> Tensor:
-    """Unit-norm fused item vectors (the module docstring). Without content, or with weight 0,
-    the behaviour vectors themselves. Shapes: behaviour [N, d] -> [N, d + content dims]."""
-    if not 0.0 <= content_weight <= 1.0:
-        raise ValueError(f"content_weight must lie in [0, 1], not {content_weight}")
-    if content is None or content_weight == 0.0:
-        return F.normalize(behaviour, dim=1)
-    what = content_vectors(content, len(behaviour))
-    has_content = what.norm(dim=1) > 0
-    weight = torch.where(has_content, content_weight, 0.0)[:, None]
-    fused = torch.cat(
-        [what * weight.sqrt(), F.normalize(behaviour, dim=1) * (1 - weight).sqrt()], dim=1
-    )
-    return F.normalize(fused, dim=1)
+    """The catalogue's fused vectors, centred on its own content means (`ItemFusion`)."""
+    return ItemFusion.of(content, content_weight)(behaviour, content)

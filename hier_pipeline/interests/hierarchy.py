@@ -27,8 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from hier_pipeline.interests.codebook import ItemCodebook
 from hier_pipeline.interests.events import FunnelEvents
-from hier_pipeline.interests.fusion import fuse
+from hier_pipeline.interests.fusion import ItemFusion
 from hier_pipeline.interests.growth import grow_labels, nested_tree
 from hier_pipeline.interests.kmeans import KMeansConfig, one_thread
 
@@ -78,6 +79,9 @@ class InterestHierarchy:
     offsets: tuple[int, ...]
     token_ids: list[str]
     members: Tensor
+    # The finest codes in the space the tree grew in (`codebook.py`); None for a tree grown
+    # before trees kept one: its later items are then placed by embedding.
+    codebook: ItemCodebook | None = None
 
     @property
     def levels(self) -> int:
@@ -102,6 +106,17 @@ class InterestHierarchy:
     def path(self, vectors: Tensor) -> Tensor:
         """Each vector's primitive per level by greedy descent. Shapes: [N, d] -> [N, L]."""
         return descend(vectors, self.centroids, self.parent, self.offsets)
+
+    def item_codes(self, behaviour: Tensor, content: Mapping[str, Tensor] | None) -> Tensor:
+        """The codes of items that arrived after the tree grew: the nearest finest code to their
+        fused content and embedding, and its ancestors (by embedding alone without a codebook).
+        Shapes: behaviour [N, d] unit norm, content rows aligned with it -> [N, L]."""
+        if self.codebook is None:
+            return self.path(behaviour)
+        path = [self.codebook.finest(behaviour, content)]
+        for _ in range(self.levels - 1):
+            path.insert(0, self.parent[path[0]])
+        return torch.stack(path, dim=1)
 
     def violations(self) -> dict[str, int]:
         """Counts of broken tree invariants (all zero for a valid tree)."""
@@ -133,19 +148,22 @@ def build_hierarchy(
     items), which is refitted (`growth.warm_labels`) instead of a tree grown afresh.
     Shapes: items [N, d] unit norm, previous [N, L] -> see `InterestHierarchy`.
     """
-    fused = fuse(items, content, config.content_weight)
+    fusion = ItemFusion.of(content, config.content_weight)
+    fused = fusion(items, content)
     generator = torch.Generator().manual_seed(config.seed)
     with one_thread():
         labels = grow_labels(
             fused, level_sizes(len(items), config), events, generator, config.kmeans, previous
         )
     parent, offsets, members = nested_tree(labels)
+    finest = offsets[-2], offsets[-1] - offsets[-2]
     return InterestHierarchy(
         member_means(items, members, len(parent)),
         parent,
         offsets,
         token_ids(parent, offsets),
         members,
+        ItemCodebook.of(fused, members[:, -1], *finest, fusion),
     )
 
 

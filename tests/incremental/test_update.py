@@ -22,6 +22,7 @@ from hier_pipeline.incremental.extend import batch_rows, extend_content
 from hier_pipeline.incremental.update import update_batch
 from hier_pipeline.incremental.validate import validate_batch
 from hier_pipeline.interests.arrivals import load_batch_tokens
+from hier_pipeline.interests.artifact import load_hierarchy
 from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.model.artifact import load_model
@@ -219,6 +220,14 @@ def test_the_batch_is_embedded_as_over_the_extended_graph(base: Base, tmp_path: 
     for node_type, index in nodes.items():
         expected = embed_nodes(model, sampler, data, context, node_type, index, as_of)
         assert torch.allclose(served.vectors[node_type], expected, atol=1e-5), node_type
+    # A new product is its code, as the tree's items are: from its content and embedding
+    # through the tree's finest codebook (issue 19), one token per level, weight 1.
+    tree = load_hierarchy(base.tokens.load().hierarchy)
+    products = {k: v[nodes["products"]] for k, v in content["products"].items()}
+    bags = served.bags["products"]
+    assert tree.codebook is not None
+    assert torch.equal(bags.tokens[:, :, 0], tree.item_codes(served.vectors["products"], products))
+    assert torch.equal(bags.weights.sum(dim=2), torch.ones(len(bags), tree.levels))
 
 
 def test_a_graph_without_feature_statistics_is_refused_with_what_to_do(
