@@ -109,6 +109,16 @@ class InteractionHistory:
         days = np.where(np.isfinite(last), (when - last) / SECONDS_PER_DAY, 0.0)
         return torch.from_numpy(np.log1p(np.column_stack([counts, days]))).float()
 
+    def engaged_before(self, users: Tensor, items: Tensor, before: Tensor) -> Tensor:
+        """Whether user u had any event on item i strictly before `before` (any channel).
+        Shapes: users, items, before: [P] -> [P] bool."""
+        if len(self.pairs) == 0:
+            return torch.zeros(len(users), dtype=torch.bool)
+        keys = users.numpy().astype(np.int64) * self.num_items + items.numpy()
+        pair = np.searchsorted(self.pairs, keys).clip(max=len(self.pairs) - 1)
+        known = (items.numpy() >= 0) & (self.pairs[pair] == keys)
+        return torch.from_numpy(known & (self.first_time[pair] < before.numpy()))
+
     def sample_earlier(
         self,
         users: Tensor,

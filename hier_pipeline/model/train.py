@@ -9,8 +9,10 @@ metrics, and early stopping on that MAP.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -67,6 +69,10 @@ class TrainConfig:
     # Weight of the ranking loss by inner product alone, next to the full score's (with the
     # history term): keeps the embedding space an interest space (see `Trainer.step`).
     embedding_loss_weight: float = 1.0
+    # That ranking on explore positives only (items new to the user), none of the user's earlier
+    # items among its negatives: the embedding learns interests and leaves replay to the history
+    # term and the ranker's counts (issue 18, item 1).
+    explore_embedding_loss: bool = False
     # Share of item roots per step embedded as of their first engagement, i.e. without any of
     # their own events (DropoutNet for graphs): new products are embedded that way, and a model
     # that never saw an item without behaviour would not know where to put them.
@@ -84,6 +90,9 @@ class TrainConfig:
     eval_k: int = 10
     max_eval_users: int = 1000
     seed: int = 0
+    # PyTorch's deterministic kernels (`deterministic_kernels`): the same config trains the same
+    # weights in every run, at about 16% more time per step on 2 CPU cores.
+    deterministic: bool = True
     # Wall-clock seconds of optimisation steps (validation excluded) after which training ends,
     # mid-epoch if need be: equal-time comparisons between backbones. None: no limit.
     time_budget_seconds: float | None = None
@@ -185,7 +194,7 @@ class Trainer:
             self.sampler.sample(meta.item_type, items, item_times), data, self.context
         )
         users, item_embeddings = self.model(user_batch), self.model(item_batch)
-        positives = item_embeddings[:size]
+        positives, randoms = item_embeddings[:size], item_embeddings[size + int(hard.sum()) :]
         hard_embeddings = item_embeddings.new_zeros(*hard_items.shape, item_embeddings.size(1))
         hard_embeddings[hard] = item_embeddings[size : size + int(hard.sum())]
         ranking = partial(
@@ -195,7 +204,7 @@ class Trainer:
             batch.item,
             torch.zeros(size, dtype=torch.long),
             torch.ones(1),
-            random_negatives=item_embeddings[size + int(hard.sum()) :],
+            random_negatives=randoms,
             hard_negatives=hard_embeddings,
             hard_negative_mask=hard,
             temperature=config.temperature,
@@ -208,7 +217,13 @@ class Trainer:
             # The same ranking by the inner product alone: the history term must not relieve
             # the embeddings of placing users near what they engage with, since the hierarchy,
             # the tokens and retrieval of new items use the embeddings only.
-            embedding_only = ranking()
+            embedding_only = (
+                self._explore_loss(
+                    batch, users, positives, (random_items, randoms), (hard_items, hard_embeddings)
+                )
+                if config.explore_embedding_loss
+                else ranking()
+            )
             loss = loss + config.embedding_loss_weight * embedding_only
             parts["loss/embedding_ranking"] = embedding_only.item()
         if isinstance(self.model, InterestModel):  # the HGT peer has neither term
@@ -225,6 +240,46 @@ class Trainer:
         ema_update(self.teacher, self.model, config.ema_momentum)
         parts["loss/total"] = loss.item()
         return parts
+
+    def _explore_loss(
+        self,
+        batch: ExampleBatch,
+        users: Tensor,
+        positives: Tensor,
+        randoms: tuple[Tensor, Tensor],
+        hard: tuple[Tensor, Tensor],
+    ) -> Tensor:
+        """The ranking by inner product alone over the events whose item is new to the user,
+        with the user's earlier items masked out of the in-batch and random negatives and only
+        the "not interested" item kept of the hard ones. Zero when the batch has no such event.
+        Shapes: users, positives [B, d]; randoms: items [M], embeddings [M, d]; hard: items
+        [B, H] (-1 where absent), embeddings [B, H, d] -> scalar."""
+        (random_items, random_embeddings), (hard_items, hard_embeddings) = randoms, hard
+        rows = torch.nonzero(~self.history.engaged_before(batch.user, batch.item, batch.time))
+        rows = rows.flatten()
+        if len(rows) == 0:
+            return users.sum() * 0.0
+        candidates = torch.cat([batch.item[rows], random_items])
+        grid = (len(rows), len(candidates))
+        earlier = self.history.engaged_before(
+            batch.user[rows].unsqueeze(1).expand(grid).flatten(),
+            candidates.repeat(len(rows)),
+            batch.time[rows].unsqueeze(1).expand(grid).flatten(),
+        ).view(grid)
+        masked = torch.zeros(grid).masked_fill(earlier, -math.inf)
+        return funnel_softmax_loss(
+            users[rows],
+            positives[rows],
+            batch.item[rows],
+            torch.zeros(len(rows), dtype=torch.long),
+            torch.ones(1),
+            random_negatives=random_embeddings,
+            hard_negatives=hard_embeddings[rows, :1],
+            hard_negative_mask=hard_items[rows, :1] >= 0,
+            temperature=self.config.temperature,
+            log_q=self._log_q(candidates, len(rows)),
+            pair_scores=torch.cat([masked, torch.zeros(len(rows), 1)], dim=1),
+        )
 
     def _as_served(self, batch: ExampleBatch) -> ExampleBatch:
         """The events with their times moved back by the serving gap (`serving_gap`): every
@@ -341,6 +396,34 @@ def train_model(
     progress: Callable[[str], None] | None = None,
 ) -> TrainResult:
     """Train with early stopping on validation MAP@k; resumes from `checkpoint_dir/last.pt` if any."""
+    with deterministic_kernels(config.deterministic):
+        return _train(graph, content, split, config, run, checkpoint_dir, progress)
+
+
+@contextmanager
+def deterministic_kernels(enabled: bool) -> Iterator[None]:
+    """Use PyTorch's deterministic kernels inside, if `enabled`. Why: the backward of indexing
+    rows by an edge list sums gradients into the same rows from several CPU threads, in an
+    order that changes from run to run, so two trainings of one seed end with different
+    weights (measured: every run of four in one process, and the ranked figures of one commit
+    at the third decimal between processes). The deterministic kernels sort first."""
+    before = torch.are_deterministic_algorithms_enabled()
+    torch.use_deterministic_algorithms(enabled or before)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before)
+
+
+def _train(
+    graph: RelationalGraph,
+    content: dict[str, dict[str, Tensor]],
+    split: TemporalSplit,
+    config: TrainConfig,
+    run: TrackedRun | None,
+    checkpoint_dir: Path | None,
+    progress: Callable[[str], None] | None,
+) -> TrainResult:
     trainer = Trainer(graph, content, split, config)
     state = load_checkpoint(checkpoint_dir, trainer.restorable()) if checkpoint_dir else None
     history: list[dict[str, float]] = state.history if state else []

@@ -209,6 +209,7 @@ def test_each_ablation_differs_from_the_full_config_in_its_switch_only() -> None
         "hier_no_primitives": {"model.use_primitives"},
         "hier_no_distill": {"use_distillation"},
         "hier_no_history": {"model.use_history_bias"},
+        "hier_explore_embedding": {"explore_embedding_loss"},
     }
     assert len(biases) == 5
 

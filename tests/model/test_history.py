@@ -82,3 +82,14 @@ def test_sample_earlier_draws_only_earlier_items_other_than_the_positive() -> No
     # user 0: item 1 (first on day 2) is the only earlier item besides the positive 2;
     # before day 1.5 only item 2 existed; user 1's only item is 2; user 3 has no history.
     assert sampled.tolist() == [1, -1, 2, -1]
+
+
+def test_engaged_before_knows_any_channel_strictly_before_the_time() -> None:
+    engaged = HISTORY.engaged_before(
+        torch.tensor([0, 0, 0, 1, 1, 3, 0]),
+        torch.tensor([2, 2, 1, 2, 2, 0, -1]),
+        torch.tensor([1, 2, 2, 5, 6, 9, 9]) * DAY,
+    )
+    # user 0's item 2 from day 1 on (strictly after), item 1 after day 2; user 1's
+    # "not interested" counts as an event; unknown users and absent items never do.
+    assert engaged.tolist() == [False, True, False, False, True, False, False]

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
@@ -49,6 +50,23 @@ def test_resume_from_a_checkpoint_continues_the_same_run(
         (straight.history, straight.model.state_dict()),
         (resumed.history, resumed.model.state_dict()),
     )
+
+
+def test_two_trainings_of_one_config_on_two_threads_end_with_the_same_weights(
+    synthetic_pipeline: tuple,
+) -> None:
+    """Seeds everywhere: the same config trains the same model. Without the deterministic
+    kernels, four such trainings in one process ended with four different weights."""
+    graph, content, split = synthetic_pipeline
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        first, second = (train_model(graph, content, split, TINY).model for _ in range(2))
+    finally:
+        torch.set_num_threads(threads)
+    for name, value in first.state_dict().items():
+        assert torch.equal(value, second.state_dict()[name]), name
+    assert not torch.are_deterministic_algorithms_enabled()  # restored after training
 
 
 def assert_same_training(
@@ -129,3 +147,45 @@ def test_one_epoch_tells_whether_the_loss_fell(synthetic_pipeline: tuple) -> Non
         result.history[0]["loss/first_steps"],
         result.history[0]["loss/last_steps"],
     )
+
+
+def test_the_explore_loss_ignores_repeat_events_and_the_users_earlier_items(
+    synthetic_pipeline: tuple,
+) -> None:
+    """Issue 18, item 1: the embedding's loss learns interests, not replay. On a batch of one
+    repeat event and one explore event, moving the repeat event's user, or an earlier item of
+    the explore event's user among the random negatives, leaves the loss unchanged; moving the
+    explore event's user, or an item new to them, does not."""
+    from hier_pipeline.model.examples import ExampleBatch
+    from hier_pipeline.model.train import Trainer
+
+    graph, content, split = synthetic_pipeline
+    trainer = Trainer(graph, content, split, replace(TINY, explore_embedding_loss=True))
+    drawn = trainer.examples.draw(400)
+    history = trainer.history
+    earlier = history.engaged_before(drawn.user, drawn.item, drawn.time)
+    rng = np.random.default_rng(0)
+    seen = history.sample_earlier(drawn.user, drawn.item, drawn.time, rng, tries=64)
+    explore = int(torch.nonzero(~earlier & (seen >= 0))[0])
+    rows = torch.tensor([int(torch.nonzero(earlier)[0]), explore])
+    batch = ExampleBatch(*(values[rows] for values in vars(drawn).values()))
+    items = torch.arange(int(graph.data["products"].num_nodes))
+    user, time = (torch.full_like(items, int(v[explore])) for v in (drawn.user, drawn.time))
+    new = int(torch.nonzero(~history.engaged_before(user, items, time))[0])
+    random_items = torch.tensor([int(seen[explore]), new])
+    generator = torch.Generator().manual_seed(0)
+    # Small vectors: at the loss's temperature, unit-scale ones saturate the softmax.
+    users, positives, randoms = (0.1 * torch.randn(2, 8, generator=generator) for _ in range(3))
+    hard = (torch.full((2, 1), -1), torch.zeros(2, 1, 8))
+
+    def loss(users: torch.Tensor, randoms: torch.Tensor) -> float:
+        return float(trainer._explore_loss(batch, users, positives, (random_items, randoms), hard))
+
+    def moved(values: torch.Tensor, row: int) -> torch.Tensor:
+        return values + 0.5 * (torch.arange(len(values)) == row).unsqueeze(1)
+
+    base = loss(users, randoms)
+    assert loss(moved(users, 0), randoms) == pytest.approx(base)  # the repeat event
+    assert loss(users, moved(randoms, 0)) == pytest.approx(base)  # an earlier item
+    assert loss(moved(users, 1), randoms) != pytest.approx(base)
+    assert loss(users, moved(randoms, 1)) != pytest.approx(base)
