@@ -95,6 +95,7 @@ def interest_hierarchy(
             "path": dg.MetadataValue.path(str(artifact.path)),
             "primitives_per_level": " / ".join(str(n) for n in artifact.primitives_per_level),
             "refitted_from_serving_tree": previous is not None,
+            "coarse_levels_merged_on": _merged_on(artifact.merge_share),
             "seconds": round(seconds, 2),
             "levels": markdown_table(
                 [
@@ -112,6 +113,13 @@ def interest_hierarchy(
             ),
         },
     )
+
+
+def _merged_on(share: float | None) -> str:
+    """What the coarser levels were merged on, as chosen on held-out events."""
+    if share is None:
+        return "kept from the serving tree"
+    return f"co-engagement {share:.2f}, content {1 - share:.2f} (chosen on held-out events)"
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "parquet"}, owners=["team:hier-pipeline"])

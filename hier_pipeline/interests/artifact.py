@@ -50,6 +50,7 @@ class HierarchyArtifact:
     primitives_per_level: tuple[int, ...]  # coarse -> fine
     supergraph_stats: list[dict[str, float]]  # per level, see `supergraph_stats`
     stability: list[dict[str, float]]  # per level NMI/ARI against a tree from the next seed
+    merge_share: float | None = None  # `InterestHierarchy.merge_share`
 
     def load(self) -> InterestHierarchy:
         return load_hierarchy(self.path)
@@ -67,6 +68,7 @@ def load_hierarchy(path: Path) -> InterestHierarchy:
         payload["token_ids"],
         payload["members"],
         None if payload.get("codebook") is None else ItemCodebook.from_payload(payload["codebook"]),
+        payload.get("merge_share"),
     )
 
 
@@ -86,12 +88,15 @@ def save_hierarchy(
                 "token_ids": hierarchy.token_ids,
                 "members": hierarchy.members,
                 "codebook": None if hierarchy.codebook is None else hierarchy.codebook.to_payload(),
+                "merge_share": hierarchy.merge_share,
             },
             "supergraph": vars(supergraph),
         },
         path,
     )
-    return HierarchyArtifact(path, hierarchy.primitives_per_level(), stats, stability)
+    return HierarchyArtifact(
+        path, hierarchy.primitives_per_level(), stats, stability, hierarchy.merge_share
+    )
 
 
 @dataclass(frozen=True)

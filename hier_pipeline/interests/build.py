@@ -51,7 +51,9 @@ def build_interest_hierarchy(
     supergraph = build_supergraph(
         graph, hierarchy.path(vectors[meta.user_type]), hierarchy.members, hierarchy
     )
-    other = build_hierarchy(items, replace(config, seed=config.seed + 1), item_content, events)
+    chosen = config.merge_shares if hierarchy.merge_share is None else (hierarchy.merge_share,)
+    again = replace(config, seed=config.seed + 1, merge_shares=chosen)
+    other = build_hierarchy(items, again, item_content, events)
     stability = [
         level_agreement(hierarchy.members[:, level], other.members[:, level])
         for level in range(hierarchy.levels)

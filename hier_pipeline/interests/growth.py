@@ -7,16 +7,16 @@ separates items most, and in content space that is the fine interest: "trail run
 "road running shoes" differ in every word of their descriptions, "sports" and "kitchen" in one.
 On the synthetic world, top-down over fused vectors scored AMI 0.12-0.38 against the planted
 coarse interests while the finest level reached 0.92. What groups fine interests into broader
-ones is who engages with them: a user of trail shoes also buys running socks. So the finest level
-quantises the fused vectors (content fixes what a product is; behaviour refines it), and every
-coarser level merges the tokens of the level below by their co-engagement profile, the users who
-engaged with their items (square-rooted counts, so a few heavy users do not define an interest;
-centred on the mean profile, so popularity is not a direction; a token nobody engaged with is left
-with minus the mean, so such tokens merge with each other). Without any events the profile is the
-token's mean fused vector. The merge is Ward's agglomerative clustering of the unit profiles:
-deterministic, so a coarse level depends on the finest codes and the events only, never on a
-k-means seed (on the synthetic world, k-means merges agreed with the planted coarse interests
-as well, AMI 0.73-0.75, but only 0.50 ARI across training seeds; Ward: 0.80-0.83 and 0.72-0.80).
+ones is often who engages with them: a user of trail shoes also buys running socks. So the
+finest level quantises the fused vectors (content fixes what a product is; behaviour refines it),
+and every coarser level merges the tokens of the level below (`merge.py`): by their
+co-engagement profile, the users who engaged with their items, by their items' content, or by a
+blend of the two, whichever retrieves held-out events best (a grocery basket crosses every
+department, so there content merges better). The merge is Ward's agglomerative clustering of
+the unit profiles: deterministic, so a coarse level depends on the finest codes and the events
+only, never on a k-means seed (on the synthetic world, k-means merges agreed with the planted
+coarse interests as well, AMI 0.73-0.75, but only 0.50 ARI across training seeds; Ward:
+0.80-0.83 and 0.72-0.80).
 
 The finest codes themselves are found top-down, by residual quantisation with a codebook per
 parent (each level's codebook splits its parent's items; the residual within a parent is the
@@ -36,6 +36,7 @@ from torch import Tensor
 
 from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.kmeans import KMeansConfig, spherical_kmeans
+from hier_pipeline.interests.merge import choose_share, merge_levels
 
 
 def grow_labels(
@@ -44,23 +45,23 @@ def grow_labels(
     events: FunnelEvents | None,
     generator: torch.Generator,
     config: KMeansConfig,
+    shares: tuple[float, ...] = (1.0,),
     previous: Tensor | None = None,
-) -> Tensor:
+) -> tuple[Tensor, float | None]:
     """Each item's cluster per level, coarse -> fine, nested (items with the same fine label
-    share every coarser one); labels are 0..k-1 per level in no particular order. `previous`:
-    each item's primitives in the serving tree (-1 rows for items it did not have), to refit
-    from (`warm_labels`) instead of growing afresh.
+    share every coarser one); labels are 0..k-1 per level in no particular order. The coarser
+    levels merge on the co-engagement share among `shares` that held-out events choose
+    (`merge.py`), returned beside the labels. `previous`: each item's primitives in the serving
+    tree (-1 rows for items it did not have), to refit from (`warm_labels`, no merge: None)
+    instead of growing afresh.
 
     Shapes: fused [N, D] unit norm, `events` index its rows -> [N, L].
     """
     if previous is not None:
-        return warm_labels(fused, previous, generator, config)
-    labels = [finest_codes(fused, sizes, generator, config)]
-    for size in reversed(sizes[:-1]):
-        below = labels[0]
-        groups = ward_groups(token_profiles(fused, below, events), size)
-        labels.insert(0, groups[below])
-    return torch.stack(labels, dim=1)
+        return warm_labels(fused, previous, generator, config), None
+    finest = finest_codes(fused, sizes, generator, config)
+    share, _ = choose_share(fused, finest, sizes, events, shares, generator)
+    return merge_levels(fused, finest, sizes, events, share), share
 
 
 def finest_codes(
@@ -121,35 +122,6 @@ def _allocate(total: int, groups: list[Tensor]) -> list[int]:
         if children[index] < counts[index]:
             children[index] += 1
     return [int(c) for c in children]
-
-
-def token_profiles(fused: Tensor, labels: Tensor, events: FunnelEvents | None) -> Tensor:
-    """Per token (label), the unit vector its coarser level is clustered on (module docstring).
-    Dense: k x users floats (Complete Journey: 3847 x 2.5k). Shapes: fused [N, D], labels [N] in
-    0..k-1 -> [k, users] or [k, D]."""
-    count = int(labels.max()) + 1
-    if events is not None and len(events) > 0:
-        users = int(events.users.max()) + 1
-        counts = torch.zeros(count, users).index_put_(
-            (labels[events.items], events.users), torch.ones(len(events)), accumulate=True
-        )
-        profile = counts.sqrt()
-        profile = F.normalize(profile, dim=1)
-        return F.normalize(profile - profile.mean(dim=0), dim=1)
-    sums = torch.zeros(count, fused.shape[1]).index_add_(0, labels, fused)
-    return F.normalize(sums, dim=1)
-
-
-def ward_groups(profiles: Tensor, count: int) -> Tensor:
-    """At most `count` groups of the rows by Ward's linkage (Euclidean between unit rows: cosine).
-    Shapes: profiles [k, D] -> [k] in 0..count'-1."""
-    from scipy.cluster.hierarchy import fcluster, linkage  # here: queries never grow a tree
-
-    if len(profiles) <= count:
-        return torch.arange(len(profiles))
-    tree = linkage(profiles.double().numpy(), method="ward")
-    groups = fcluster(tree, count, criterion="maxclust") - 1
-    return torch.as_tensor(groups, dtype=torch.long)
 
 
 def nested_tree(labels: Tensor) -> tuple[Tensor, tuple[int, ...], Tensor]:

@@ -46,6 +46,9 @@ class HierarchyConfig:
     kmeans: KMeansConfig = field(default_factory=KMeansConfig)
     # Share of the tree's metric taken by content (`fusion.py`); ignored without content.
     content_weight: float = 0.8
+    # Co-engagement's shares of the coarser levels' merge profile to choose from on held-out
+    # events (`merge.py`; the rest is content); the first where they cannot choose.
+    merge_shares: tuple[float, ...] = (1.0, 0.5, 0.0)
 
 
 def level_sizes(num_items: int, config: HierarchyConfig) -> tuple[int, ...]:
@@ -82,6 +85,9 @@ class InterestHierarchy:
     # The finest codes in the space the tree grew in (`codebook.py`); None for a tree grown
     # before trees kept one: its later items are then placed by embedding.
     codebook: ItemCodebook | None = None
+    # Co-engagement's share of what the coarser levels merged on (`merge.py`); None for a tree
+    # refitted from the serving one (its coarse levels are kept) or from an older file.
+    merge_share: float | None = None
 
     @property
     def levels(self) -> int:
@@ -152,8 +158,9 @@ def build_hierarchy(
     fused = fusion(items, content)
     generator = torch.Generator().manual_seed(config.seed)
     with one_thread():
-        labels = grow_labels(
-            fused, level_sizes(len(items), config), events, generator, config.kmeans, previous
+        sizes = level_sizes(len(items), config)
+        labels, share = grow_labels(
+            fused, sizes, events, generator, config.kmeans, config.merge_shares, previous
         )
     parent, offsets, members = nested_tree(labels)
     finest = offsets[-2], offsets[-1] - offsets[-2]
@@ -164,6 +171,7 @@ def build_hierarchy(
         token_ids(parent, offsets),
         members,
         ItemCodebook.of(fused, members[:, -1], *finest, fusion),
+        share,
     )
 
 

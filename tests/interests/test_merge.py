@@ -1,0 +1,73 @@
+"""What the coarser levels merge on, chosen on held-out events: co-engagement where the events
+group the fine interests and the content does not, content where it is the other way round."""
+
+from __future__ import annotations
+
+import torch
+
+from hier_pipeline.interests import HierarchyConfig, build_hierarchy
+from hier_pipeline.interests.events import FunnelEvents
+from hier_pipeline.interests.merge import choose_share
+from hier_pipeline.interests.quality import level_agreement
+from tests.interests.planted import planted_vectors
+
+SHARES = (1.0, 0.5, 0.0)
+FINE, GROUPS, PER_FINE = 24, 4, 5
+
+
+def _world(fine: torch.Tensor, group_of: torch.Tensor, earlier_interests: int) -> FunnelEvents:
+    """Per user: views of `earlier_interests` fine interests of one group at time 0, then two
+    purchases (the deepest stage) in another fine interest of that group at time 100."""
+    generator = torch.Generator().manual_seed(0)
+    rows: list[tuple[int, int, int, int]] = []
+    for user in range(120):
+        group = user % GROUPS
+        interests = torch.nonzero(group_of == group).flatten()
+        chosen = interests[torch.randperm(len(interests), generator=generator)]
+        for interest in chosen[:earlier_interests]:
+            rows += [(user, int(i), 0, 0) for i in torch.nonzero(fine == interest).flatten()]
+        target = torch.nonzero(fine == chosen[earlier_interests]).flatten()[:2]
+        rows += [(user, int(i), 1, 100) for i in target]
+    return FunnelEvents(*(torch.tensor(column) for column in zip(*rows, strict=True)))
+
+
+def _choice(x: torch.Tensor, events: FunnelEvents) -> tuple[float, dict[float, float]]:
+    from hier_pipeline.interests.growth import finest_codes
+    from hier_pipeline.interests.kmeans import KMeansConfig
+
+    generator = torch.Generator().manual_seed(0)
+    finest = finest_codes(x, (GROUPS, FINE), generator, KMeansConfig())
+    return choose_share(x, finest, (GROUPS, FINE), events, SHARES, generator)
+
+
+def test_the_merge_follows_co_engagement_where_the_content_says_nothing_of_the_groups() -> None:
+    x, truth = planted_vectors(branching=(FINE,), per_leaf=PER_FINE)
+    fine = truth[:, 0]
+    events = _world(fine, torch.arange(FINE) % GROUPS, earlier_interests=2)
+    share, recall = _choice(x, events)
+    assert share == 1.0 and recall[1.0] > recall[0.0] + 0.3, recall
+    tree = build_hierarchy(x, HierarchyConfig(sizes=(GROUPS, FINE)), events=events)
+    assert tree.merge_share == 1.0
+    assert level_agreement(tree.members[:, 0], fine % GROUPS)["ari"] == 1.0
+
+
+def test_the_merge_follows_content_where_each_user_engages_with_one_fine_interest() -> None:
+    """Co-engagement cannot tell which fine interests belong together when no user engages with
+    two of them before the cut; the planted content can."""
+    x, truth = planted_vectors(branching=(GROUPS, FINE // GROUPS), per_leaf=PER_FINE)
+    coarse, fine = truth[:, 0], truth[:, 1]
+    group_of = torch.zeros(FINE, dtype=torch.long).scatter_(0, fine, coarse)
+    events = _world(fine, group_of, earlier_interests=1)
+    share, recall = _choice(x, events)
+    assert share < 1.0 and recall[share] > recall[1.0] + 0.3, recall
+    tree = build_hierarchy(x, HierarchyConfig(sizes=(GROUPS, FINE)), events=events)
+    assert tree.merge_share == share
+    assert level_agreement(tree.members[:, 0], coarse)["ari"] == 1.0
+
+
+def test_without_held_out_events_the_first_share_merges() -> None:
+    x, _ = planted_vectors(branching=(GROUPS, FINE // GROUPS), per_leaf=PER_FINE)
+    same_time = FunnelEvents(*(torch.zeros(4, dtype=torch.long) for _ in range(4)))
+    assert _choice(x, same_time) == (SHARES[0], {})
+    tree = build_hierarchy(x, HierarchyConfig(sizes=(GROUPS, FINE), merge_shares=(0.5,)))
+    assert tree.merge_share == 0.5
