@@ -11,8 +11,8 @@ ones is often who engages with them: a user of trail shoes also buys running soc
 finest level quantises the fused vectors (content fixes what a product is; behaviour refines it),
 and every coarser level merges the tokens of the level below (`merge.py`): by their
 co-engagement profile, the users who engaged with their items, by their items' content, or by a
-blend of the two, whichever retrieves held-out events best (a grocery basket crosses every
-department, so there content merges better). The merge is Ward's agglomerative clustering of
+blend of the two, whichever retrieves held-out events clearly better (co-engagement unless
+another does). The merge is Ward's agglomerative clustering of
 the unit profiles: deterministic, so a coarse level depends on the finest codes and the events
 only, never on a k-means seed (on the synthetic world, k-means merges agreed with the planted
 coarse interests as well, AMI 0.73-0.75, but only 0.50 ARI across training seeds; Ward:
