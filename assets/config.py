@@ -13,7 +13,7 @@ from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELIN
 if TYPE_CHECKING:
     from hier_pipeline.interests.hierarchy import HierarchyConfig
     from hier_pipeline.interests.tokens import TokenConfig
-    from hier_pipeline.model.train import TrainConfig
+    from hier_pipeline.model.train_config import TrainConfig
 
 
 class GraphSplitLaunchConfig(dg.Config):
@@ -52,7 +52,7 @@ class TrainingLaunchConfig(dg.Config):
         # Imported here: torch-heavy modules would slow every code-location load.
         from hier_pipeline.model.attention import AttentionConfig
         from hier_pipeline.model.network import ModelConfig
-        from hier_pipeline.model.train import TrainConfig
+        from hier_pipeline.model.train_config import TrainConfig
 
         attention = AttentionConfig.with_biases(self.use_attention_biases)
         model = ModelConfig(

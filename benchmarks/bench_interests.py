@@ -104,7 +104,7 @@ def _embed_as_of(home: Path, name: str, graph: Any, as_of: int, path: Path) -> A
     from hier_pipeline.content.tables import ContentArtifact
     from hier_pipeline.model.artifact import ModelArtifact
     from hier_pipeline.model.embeddings import embed_entities
-    from hier_pipeline.model.train import TrainConfig
+    from hier_pipeline.model.train_config import TrainConfig
 
     content = ContentArtifact(home / "content" / f"{name}.pt").load()
     model = ModelArtifact(home / "models" / f"{name}.pt", 0, {}, [], {}).load(graph, content)

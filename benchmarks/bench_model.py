@@ -67,7 +67,8 @@ def main() -> int:
 def run(arguments: argparse.Namespace, work: Path) -> int:
     from hier_pipeline.evaluation.baselines import popularity_metrics
     from hier_pipeline.model.embeddings import embed_entities
-    from hier_pipeline.model.train import TrainConfig, train_model
+    from hier_pipeline.model.train import train_model
+    from hier_pipeline.model.train_config import TrainConfig
     from hier_pipeline.pipeline.prepare import prepare
     from hier_pipeline.ranking.window import target_window
     from hier_pipeline.synthetic import SyntheticConfig, generate_world

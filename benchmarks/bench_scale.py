@@ -34,7 +34,7 @@ import scale_stages as stages
 from harness import RESULTS, Step, measure, write_results
 from scale_table import markdown, peer_ratios, slopes
 
-from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.model.train_config import TrainConfig
 
 
 def main() -> int:

@@ -61,7 +61,8 @@ def _vectors(prepared: Any, seed: int, arguments: Any, end: int) -> dict[str, An
     import torch
 
     from hier_pipeline.evaluation.interest_recommender import AsOf
-    from hier_pipeline.model.train import TrainConfig, train_model
+    from hier_pipeline.model.train import train_model
+    from hier_pipeline.model.train_config import TrainConfig
 
     path = arguments.work / f"vectors_seed{seed}.pt"
     if path.is_file():

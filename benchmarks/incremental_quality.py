@@ -18,7 +18,7 @@ K_AMONG_NEW = 10  # the new items ranked among themselves (a batch may hold fewe
 def train_config() -> Any:
     from dataclasses import replace
 
-    from hier_pipeline.model.train import TrainConfig
+    from hier_pipeline.model.train_config import TrainConfig
 
     epochs, steps = os.environ.get("BENCH_TRAIN", ",").split(",")
     config = TrainConfig()

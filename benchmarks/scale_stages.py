@@ -45,7 +45,8 @@ from hier_pipeline.interests.hierarchy import HierarchyConfig
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import load_model, save_model
 from hier_pipeline.model.embeddings import EmbeddingArtifact, embed_entities
-from hier_pipeline.model.train import TrainConfig, Trainer
+from hier_pipeline.model.train_config import TrainConfig
+from hier_pipeline.model.trainer import Trainer
 from hier_pipeline.synthetic import SyntheticConfig, generate_world
 
 DATABASE, GRAPH, CONTENT = "raw.duckdb", "graph.pt", "content.pt"

@@ -139,7 +139,7 @@ def _arrivals(arguments: argparse.Namespace) -> int:
 
 
 def _train(arguments: argparse.Namespace) -> int:
-    from hier_pipeline.model.train import TrainConfig
+    from hier_pipeline.model.train_config import TrainConfig
     from hier_pipeline.pipeline.fit import fit
 
     chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
@@ -202,7 +202,7 @@ def _evaluate(arguments: argparse.Namespace) -> int:
     from hier_pipeline.evaluation.ablations import check_ablations
     from hier_pipeline.evaluation.baselines import BASELINES
     from hier_pipeline.evaluation.report import HEADLINE
-    from hier_pipeline.model.train import TrainConfig
+    from hier_pipeline.model.train_config import TrainConfig
     from hier_pipeline.pipeline.evaluate import EvaluateConfig, evaluate_dataset
 
     chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}

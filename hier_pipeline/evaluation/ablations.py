@@ -27,7 +27,8 @@ from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.model.attention import AttentionConfig
 from hier_pipeline.model.network import ModelConfig
-from hier_pipeline.model.train import TrainConfig, TrainResult, train_model
+from hier_pipeline.model.train import TrainResult, train_model
+from hier_pipeline.model.train_config import TrainConfig
 
 CONTENT_ONLY = "hier_content_only"
 NO_RANKER = "hier_no_ranker"

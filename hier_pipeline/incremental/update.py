@@ -47,7 +47,7 @@ from hier_pipeline.model.embeddings import role_types
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
-from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.model.train_config import TrainConfig
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from hier_pipeline.interests.build import build_interest_hierarchy, build_intere
 from hier_pipeline.interests.hierarchy import HierarchyConfig
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.embeddings import EmbeddingArtifact, embed_entities
-from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.model.train_config import TrainConfig
 from hier_pipeline.pipeline.prepare import Prepared
 from hier_pipeline.pipeline.train import Registration, TrainedModel, train_interest_model
 from hier_pipeline.tracking import TrackedRun

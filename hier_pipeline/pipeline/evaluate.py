@@ -23,7 +23,8 @@ from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.files.home import default_home
 from hier_pipeline.interests.hierarchy import HierarchyConfig
 from hier_pipeline.interests.tokens import TokenConfig
-from hier_pipeline.model.train import TrainConfig, train_model
+from hier_pipeline.model.train import train_model
+from hier_pipeline.model.train_config import TrainConfig
 from hier_pipeline.pipeline.chain import ChainConfig, run_chain
 from hier_pipeline.pipeline.prepare import prepare
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hier_pipeline.files.atomic import write_atomically
 from hier_pipeline.model.distributed import join_cluster
-from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.model.train_config import TrainConfig
 from hier_pipeline.pipeline.prepare import prepare
 from hier_pipeline.pipeline.train import TrainedModel, train_interest_model
 

@@ -16,7 +16,8 @@ from torch import Tensor
 from hier_pipeline.evaluation.baselines import popularity_metrics
 from hier_pipeline.graph import RelationalGraph, TemporalSplit
 from hier_pipeline.model.artifact import save_model
-from hier_pipeline.model.train import TrainConfig, TrainResult, train_model
+from hier_pipeline.model.train import TrainResult, train_model
+from hier_pipeline.model.train_config import TrainConfig
 from hier_pipeline.ranking.window import target_window
 from hier_pipeline.release.registry import register_model
 from hier_pipeline.tracking import TrackedRun

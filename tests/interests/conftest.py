@@ -20,7 +20,7 @@ from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.model.embeddings import EmbeddingArtifact
 from hier_pipeline.model.network import ModelConfig
-from hier_pipeline.model.train import TrainConfig
+from hier_pipeline.model.train_config import TrainConfig
 from hier_pipeline.pipeline.chain import CONTENT_FILE, GRAPH_FILE, ChainConfig, run_chain
 from hier_pipeline.pipeline.prepare import Prepared
 from resources import DatasetResource, StorageResource

@@ -12,7 +12,8 @@ from hier_pipeline.model.hgt import HGTBaseline
 from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.minibatch import GraphContext, make_batch
 from hier_pipeline.model.network import ModelConfig
-from hier_pipeline.model.train import TrainConfig, train_model
+from hier_pipeline.model.train import train_model
+from hier_pipeline.model.train_config import TrainConfig
 
 HGT = ModelConfig(backbone="hgt", dim=32, heads=4, layers=2)
 

@@ -14,7 +14,8 @@ from hier_pipeline.evaluation.baselines import popularity_metrics
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.network import ModelConfig
 from hier_pipeline.model.progress import loss_fell
-from hier_pipeline.model.train import TrainConfig, train_model
+from hier_pipeline.model.train import train_model
+from hier_pipeline.model.train_config import TrainConfig
 from hier_pipeline.ranking.window import target_window
 
 
@@ -116,7 +117,7 @@ def test_cold_item_rate_embeds_that_share_of_items_before_their_first_engagement
     """DropoutNet for graphs: a drawn item root is sampled as of its first engagement, so its
     neighbourhood holds none of its own events, as a new product's does."""
     from hier_pipeline.graph import first_engagement_time
-    from hier_pipeline.model.train import Trainer
+    from hier_pipeline.model.trainer import Trainer
 
     graph, content, split = synthetic_pipeline
     trainer = Trainer(graph, content, split, replace(TINY, cold_item_rate=rate))
@@ -157,7 +158,7 @@ def test_the_explore_loss_ignores_repeat_events_and_the_users_earlier_items(
     the explore event's user among the random negatives, leaves the loss unchanged; moving the
     explore event's user, or an item new to them, does not."""
     from hier_pipeline.model.examples import ExampleBatch
-    from hier_pipeline.model.train import Trainer
+    from hier_pipeline.model.trainer import Trainer
 
     graph, content, split = synthetic_pipeline
     trainer = Trainer(graph, content, split, replace(TINY, explore_embedding_loss=True))
