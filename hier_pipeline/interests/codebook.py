@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from hier_pipeline.interests.fusion import ItemFusion
@@ -26,20 +25,12 @@ CHUNK = 4096  # items scored against the codebook at once
 
 @dataclass(frozen=True)
 class ItemCodebook:
-    """Shapes: centroids [C, D] unit norm, row c the finest primitive `first + c` of the tree."""
+    """Shapes: centroids [C, D] unit norm, the mean fused vector of the items of the tree's
+    finest primitive `first + c` in row c."""
 
     fusion: ItemFusion
     centroids: Tensor
     first: int  # the tree's index of its first finest primitive
-
-    @classmethod
-    def of(
-        cls, fused: Tensor, finest: Tensor, first: int, count: int, fusion: ItemFusion
-    ) -> ItemCodebook:
-        """The mean fused vector of each finest code's items. Shapes: fused [N, D], finest [N]
-        (tree indices, `first` <= t < `first + count`)."""
-        sums = torch.zeros(count, fused.shape[1]).index_add_(0, finest - first, fused)
-        return cls(fusion, F.normalize(sums, dim=1), first)
 
     def finest(self, behaviour: Tensor, content: Mapping[str, Tensor] | None) -> Tensor:
         """Each item's nearest finest code, as a tree index. Shapes: behaviour [N, d], content

@@ -3,7 +3,7 @@ which stage, when. One reader for the super-graph, the tree's coarse levels and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -25,15 +25,17 @@ class FunnelEvents:
     def __len__(self) -> int:
         return len(self.users)
 
+    def where(self, keep: Tensor) -> FunnelEvents:
+        """The events where `keep` holds. Shapes: keep [E] bool."""
+        return FunnelEvents(self.users[keep], self.items[keep], self.stage[keep], self.time[keep])
+
     def of_users(self, users: Tensor) -> FunnelEvents:
         """The events of `users` only, each user renumbered to its position in `users`."""
         largest = int(torch.cat([self.users, users]).max()) if len(self) or len(users) else -1
         row = torch.full((largest + 1,), -1, dtype=torch.long)
         row[users] = torch.arange(len(users))
-        keep = row[self.users] >= 0
-        return FunnelEvents(
-            row[self.users[keep]], self.items[keep], self.stage[keep], self.time[keep]
-        )
+        kept = self.where(row[self.users] >= 0)
+        return replace(kept, users=row[kept.users])
 
 
 def funnel_events(graph: RelationalGraph, before: int | None = None) -> FunnelEvents:

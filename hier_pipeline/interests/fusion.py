@@ -76,8 +76,3 @@ class ItemFusion:
             [what * weight.sqrt(), F.normalize(behaviour, dim=1) * (1 - weight).sqrt()], dim=1
         )
         return F.normalize(fused, dim=1)
-
-
-def fuse(behaviour: Tensor, content: Mapping[str, Tensor] | None, content_weight: float) -> Tensor:
-    """The catalogue's fused vectors, centred on its own content means (`ItemFusion`)."""
-    return ItemFusion.of(content, content_weight)(behaviour, content)

@@ -163,14 +163,14 @@ def build_hierarchy(
             fused, sizes, events, generator, config.kmeans, config.merge_shares, previous
         )
     parent, offsets, members = nested_tree(labels)
-    finest = offsets[-2], offsets[-1] - offsets[-2]
+    first, codes = offsets[-2], offsets[-1] - offsets[-2]
     return InterestHierarchy(
         member_means(items, members, len(parent)),
         parent,
         offsets,
         token_ids(parent, offsets),
         members,
-        ItemCodebook.of(fused, members[:, -1], *finest, fusion),
+        ItemCodebook(fusion, member_means(fused, members[:, -1:] - first, codes), first),
         share,
     )
 

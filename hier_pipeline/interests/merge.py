@@ -97,14 +97,13 @@ def choose_share(
         return shares[0], {}
     cut = int(np.quantile(events.time.numpy(), 1 - HELD_OUT))
     before = events.time < cut
-    earlier = FunnelEvents(*(v[before] for v in vars(events).values()))
-    later = ~before
-    both = np.intersect1d(earlier.users.unique().numpy(), events.users[later].unique().numpy())
+    earlier, later = events.where(before), events.where(~before)
+    both = np.intersect1d(earlier.users.unique().numpy(), later.users.unique().numpy())
     if len(both) == 0:
         return shares[0], {}
     drawn = torch.randperm(len(both), generator=generator)[:MAX_USERS]
     users = torch.from_numpy(both)[drawn.sort().values]
-    targets = FunnelEvents(*(v[later] for v in vars(events).values())).of_users(users)
+    targets = later.of_users(users)
     per_user = {
         share: _token_recall(
             merge_levels(fused, finest, sizes, earlier, share), earlier, users, targets

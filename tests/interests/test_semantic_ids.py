@@ -19,7 +19,7 @@ from hier_pipeline.interests import (
 from hier_pipeline.interests.artifact import TOKENS_FILE, load_hierarchy, load_tokens
 from hier_pipeline.interests.engaged import engaged_tokens, event_weights
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
-from hier_pipeline.interests.fusion import ItemFusion, fuse
+from hier_pipeline.interests.fusion import ItemFusion
 from hier_pipeline.interests.kmeans import KMeansConfig, capped_argmax, spherical_kmeans
 from hier_pipeline.interests.matching import (
     load_serving_members,
@@ -45,13 +45,14 @@ def test_fused_cosine_is_the_weighted_mean_of_content_and_behaviour_cosines() ->
     behaviour = F.normalize(torch.randn(6, 8, generator=generator), dim=1)
     text = F.normalize(torch.randn(6, 5, generator=generator), dim=1)
     content = {"text": text, "has_text": torch.tensor([1, 1, 1, 1, 1, 0]).bool()}
-    fused = fuse(behaviour, content, 0.8)
-    centred = ItemFusion.of(content, 0.8).content_vectors(content, 6)
+    fusion = ItemFusion.of(content, 0.8)
+    fused = fusion(behaviour, content)
+    centred = fusion.content_vectors(content, 6)
     expected = 0.8 * centred[:5] @ centred[:5].T + 0.2 * behaviour[:5] @ behaviour[:5].T
     assert torch.allclose(fused[:5] @ fused[:5].T, expected, atol=1e-5)
     # The item without content is placed by its behaviour alone.
     assert torch.allclose(fused[5, 5:], behaviour[5], atol=1e-6)
-    assert torch.allclose(fuse(behaviour, None, 0.8), behaviour)
+    assert torch.allclose(ItemFusion.of(None, 0.8)(behaviour, None), behaviour)
 
 
 def test_no_cluster_holds_more_than_its_capacity_and_points_keep_their_best_cluster_with_room() -> (
