@@ -61,6 +61,13 @@ def raw_tables(
             description=f"Warns when a table quarantines more than {QUARANTINE_WARN_RATE:.0%} of its"
             " rows (a table the roles or the funnel need with none accepted stops the load).",
         ),
+        dg.AssetCheckSpec(
+            "no_batch_refused",
+            asset="raw_tables",
+            description="Warns when a batch in incoming/ could not be read as a whole (a file"
+            " named after no table, columns unlike its table's file) and was left out of the"
+            " load, its files kept where they are.",
+        ),
     ],
     ins={"raw_tables": dg.AssetIn("raw_tables")},
 )
@@ -94,4 +101,11 @@ def raw_table_checks(
             "rates": dg.MetadataValue.json({t: round(r, 4) for t, r in rates.items()}),
             "above_threshold": dg.MetadataValue.json(high),
         },
+    )
+    yield dg.AssetCheckResult(
+        check_name="no_batch_refused",
+        asset_key="raw_tables",
+        passed=not raw_tables.refused_batches,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"refused": dg.MetadataValue.json(raw_tables.refused_batches)},
     )

@@ -36,6 +36,7 @@ def load_metadata(report: LoadReport) -> dict[str, dg.MetadataValue | str | int]
         "dagster/row_count": sum(t.accepted for t in report.tables.values()),
         "rows_quarantined": sum(t.quarantined for t in report.tables.values()),
         "quarantined_by_reason": dg.MetadataValue.json(by_reason),
+        "batches_refused": dg.MetadataValue.json(report.refused_batches),
         "tables": dg.MetadataValue.md(report.to_markdown()),
         "quarantine_preview": dg.MetadataValue.md(
             preview.to_markdown(index=False) if not preview.empty else "nothing quarantined"

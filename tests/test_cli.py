@@ -51,10 +51,14 @@ def test_validate_answers_what_a_full_run_would_with_the_batches(tmp_path: Path)
     assert report["tables"]["users"]["quarantined_by_reason"] == {"csv_malformed": 1}
     (batch / "users.csv").unlink()
     (batch / "events.parquet").write_bytes(b"PAR1")
-    result = hier("validate", str(folder))
-    assert result.returncode == 2
-    assert "file 'incoming/b1/events.parquet', table 'events'" in result.stderr
-    assert "read from .csv files, so its batch files must be .csv too" in result.stderr
+    result = hier("validate", str(folder))  # a full run leaves the batch out, and says why
+    assert result.returncode == 0
+    assert "Batch `b1` refused whole: file 'incoming/b1/events.parquet', table 'events'" in (
+        result.stdout
+    )
+    assert "read from .csv files, so its batch files must be .csv too" in result.stdout
+    report = json.loads(hier("validate", str(folder), "--json").stdout)
+    assert list(report["refused_batches"]) == ["b1"]
 
 
 def test_validate_fails_clearly_on_a_broken_description(tmp_path: Path) -> None:

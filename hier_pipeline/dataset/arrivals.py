@@ -19,8 +19,9 @@ import duckdb
 
 from hier_pipeline.dataset.errors import DatasetError
 from hier_pipeline.dataset.parse import resolve_file
+from hier_pipeline.dataset.schema import check_batch_file
 from hier_pipeline.dataset.spec import DatasetSpec
-from hier_pipeline.dataset.sql import open_database
+from hier_pipeline.dataset.sql import connect, open_database
 
 INCOMING = "incoming"
 BATCH_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -88,23 +89,48 @@ def batch_spec(spec: DatasetSpec, batch: str) -> DatasetSpec:
 
 def with_batches(spec: DatasetSpec) -> DatasetSpec:
     """The description of everything that arrived: each table reads its file, then the files of
-    every batch in name order (what a full run, a retrain, learns from)."""
+    every batch in name order (what a full run, a retrain, learns from).
+
+    A batch that cannot be read as a whole (a file named after no table, columns unlike its
+    table's file, a link to a file already read) is left out and named in `refused_batches` with
+    its error: one bad folder in `incoming/` does not stop every full run until someone removes
+    it, its files stay where they are, and the load report counts it."""
     found: dict[str, list[Path]] = {}
-    for batch in list_batches(spec.root):
-        for table, path in batch_files(spec, batch).items():
-            earlier = [spec.tables[table].file, *found.get(table, [])]
-            if path in earlier:  # a link to a file already read: its rows would count twice
-                raise DatasetError(
-                    f"is a link to {path.relative_to(spec.root)}, which the table already reads",
-                    file=f"{INCOMING}/{batch}/{path.name}",
-                    table=table,
-                )
-            found.setdefault(table, []).append(path)
+    refused: list[tuple[str, str]] = []
+    with connect(threads=1) as connection:
+        for batch in list_batches(spec.root):
+            try:
+                files = _readable_batch(spec, batch, found, connection)
+            except DatasetError as error:
+                refused.append((batch, str(error)))
+                continue
+            for table, path in files.items():
+                found.setdefault(table, []).append(path)
     tables = {
         name: replace(table, batch_files=tuple(found.get(name, ())))
         for name, table in spec.tables.items()
     }
-    return replace(spec, tables=tables)
+    return replace(spec, tables=tables, refused_batches=tuple(refused))
+
+
+def _readable_batch(
+    spec: DatasetSpec,
+    batch: str,
+    earlier: dict[str, list[Path]],
+    connection: duckdb.DuckDBPyConnection,
+) -> dict[str, Path]:
+    """`batch_files` of a batch a full load can read after the `earlier` batches' files."""
+    files = batch_files(spec, batch)
+    for table, path in files.items():
+        if path in [spec.tables[table].file, *earlier.get(table, [])]:
+            # a link to a file already read: its rows would count twice
+            raise DatasetError(
+                f"is a link to {path.relative_to(spec.root)}, which the table already reads",
+                file=f"{INCOMING}/{batch}/{path.name}",
+                table=table,
+            )
+        check_batch_file(spec, spec.tables[table], path, connection)
+    return files
 
 
 def read_batches(spec: DatasetSpec) -> list[str]:

@@ -112,7 +112,7 @@ def _load_into(
         [[r.table, r.source, r.read, r.accepted, r.quarantined] for r in reports.values()],
     )
     record_batches(connection, spec)
-    return LoadReport(spec.name, database, reports)
+    return LoadReport(spec.name, database, reports, dict(spec.refused_batches))
 
 
 def _nothing_accepted(connection: duckdb.DuckDBPyConnection, report: TableReport) -> str:

@@ -29,6 +29,8 @@ class LoadReport:
     dataset: str
     database: Path
     tables: dict[str, TableReport]
+    # batch -> why: batches of incoming/ left out whole, their files kept where they are
+    refused_batches: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -38,6 +40,7 @@ class LoadReport:
                 name: {**asdict(report), "quarantined": report.quarantined}
                 for name, report in self.tables.items()
             },
+            "refused_batches": self.refused_batches,
         }
 
     @classmethod
@@ -49,7 +52,8 @@ class LoadReport:
             )
             for name, t in saved["tables"].items()
         }
-        return cls(saved["dataset"], Path(saved["database"]), tables)
+        refused = saved.get("refused_batches", {})  # absent from reports written before
+        return cls(saved["dataset"], Path(saved["database"]), tables, refused)
 
     def to_markdown(self) -> str:
         lines = [
@@ -64,4 +68,7 @@ class LoadReport:
                 f"| {report.table} | {report.source} | {report.read:,} | {report.accepted:,}"
                 f" | {report.quarantined:,} | {reasons or '-'} |"
             )
+        lines += [
+            f"\nBatch `{batch}` refused whole: {why}" for batch, why in self.refused_batches.items()
+        ]
         return "\n".join(lines)

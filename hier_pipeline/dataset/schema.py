@@ -42,18 +42,28 @@ def read_schemas(
     schemas: dict[str, dict[str, str]] = {}
     for table in spec.file_tables():
         assert table.file is not None
-        columns = list(_describe(spec, table, [table.file], connection))
         for batch_file in table.batch_files:
-            found = list(_describe(spec, table, [batch_file], connection))
-            if found != columns:
-                raise DatasetError(
-                    f"has the columns {found}, but the table's file has {columns}:"
-                    " a batch file has the same, in the same order",
-                    file=str(batch_file.relative_to(spec.root)),
-                    table=table.name,
-                )
+            check_batch_file(spec, table, batch_file, connection)
         schemas[table.name] = _describe(spec, table, [table.file, *table.batch_files], connection)
     return schemas
+
+
+def check_batch_file(
+    spec: DatasetSpec, table: TableSpec, batch_file: Path, connection: duckdb.DuckDBPyConnection
+) -> None:
+    """Raise `DatasetError` unless `batch_file` can be read after the table's file as one
+    relation: readable, with the file's columns in the same order (the reader matches by
+    position)."""
+    assert table.file is not None
+    columns = list(_describe(spec, table, [table.file], connection))
+    found = list(_describe(spec, table, [batch_file], connection))
+    if found != columns:
+        raise DatasetError(
+            f"has the columns {found}, but the table's file has {columns}:"
+            " a batch file has the same, in the same order",
+            file=str(batch_file.relative_to(spec.root)),
+            table=table.name,
+        )
 
 
 def _describe(

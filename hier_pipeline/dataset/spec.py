@@ -86,6 +86,8 @@ class DatasetSpec:
     roles: Roles
     funnel: tuple[EventView, ...]
     negative_feedback: tuple[EventView, ...] = ()
+    # (batch, why) of the batches in incoming/ a full load leaves out (`with_batches`)
+    refused_batches: tuple[tuple[str, str], ...] = ()
 
     @property
     def target_stage(self) -> EventView:

@@ -42,6 +42,7 @@ def test_raw_tables_materialise_with_passing_checks(
         "kinds_stored_and_finite",
         "counts_reconcile",
         "quarantine_rate",
+        "no_batch_refused",
     }
     assert all(check.passed for check in checks.values()), {
         n: c.metadata for n, c in checks.items() if not c.passed
@@ -90,3 +91,19 @@ def test_a_required_table_with_nothing_accepted_fails_ingest_with_its_reasons(
     folder = write_dataset(tmp_path / "d", files={"events.csv": events})
     with pytest.raises(DatasetError, match=r"table 'events': all 3 rows were quarantined"):
         materialize_raw_tables(folder, tmp_path / "home")
+
+
+def test_a_refused_batch_is_left_out_with_a_warning_and_the_rest_loads(tmp_path: Path) -> None:
+    """One unreadable folder in incoming/ used to stop every full run until it was removed."""
+    folder = write_dataset(tmp_path / "d")
+    (folder / "incoming" / "b1").mkdir(parents=True)
+    (folder / "incoming" / "b1" / "customers.csv").write_text("user_id\n9\n")
+    result = materialize_raw_tables(folder, tmp_path / "home")
+    assert result.success
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    refused = checks["no_batch_refused"]
+    assert not refused.passed and refused.severity == dg.AssetCheckSeverity.WARN
+    why = refused.metadata["refused"].value["b1"]
+    assert why.startswith("file 'incoming/b1/customers.csv': names no file table")
+    metadata = result.asset_materializations_for_node("raw_tables")[0].metadata
+    assert metadata["batches_refused"].value == {"b1": why}
