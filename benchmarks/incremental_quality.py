@@ -74,7 +74,7 @@ def new_item_quality(folder: str, out: str) -> dict[str, Any]:
     comparison = Comparison(
         models={OURS: load_model(root / "model.pt", base, base_content)},
         fanouts=fanouts,
-        content_only=False,
+        views=(),  # the model's own row is what is compared
         baselines=("popularity",),
     )
     report = evaluate_models(spec.name, base, base_content, default_split(base), comparison)
