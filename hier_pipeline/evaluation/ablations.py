@@ -11,7 +11,8 @@ the full model, free of training (`VIEWS`):
   - `hier_no_ranker` ranks by the model's own score (inner product plus its history term) instead
     of the second-stage ranker;
   - the ranker without one of its signals (`hier_ranker_no_embedding`, `_no_tokens`,
-    `_no_content`), over counts and content alone (`hier_ranker_no_representation`: what the
+    `_no_content`, `_no_content_view`: the user's embedding against the item's content view,
+    issue 18 item 5), over counts and content alone (`hier_ranker_no_representation`: what the
     learned representation adds to what a practitioner has without it), over counts alone
     (`hier_counts_only`), and fitted without simulated cold items (`hier_ranker_no_cold_items`).
 """
@@ -35,6 +36,7 @@ NO_RANKER = "hier_no_ranker"
 NO_EMBEDDING_SIGNAL = "hier_ranker_no_embedding"
 NO_TOKEN_SIGNAL = "hier_ranker_no_tokens"
 NO_CONTENT_SIGNAL = "hier_ranker_no_content"
+NO_CONTENT_VIEW_SIGNAL = "hier_ranker_no_content_view"
 NO_REPRESENTATION = "hier_ranker_no_representation"
 COUNTS_ONLY = "hier_counts_only"
 NO_COLD_ITEMS = "hier_ranker_no_cold_items"
@@ -44,6 +46,7 @@ VIEWS = (
     NO_EMBEDDING_SIGNAL,
     NO_TOKEN_SIGNAL,
     NO_CONTENT_SIGNAL,
+    NO_CONTENT_VIEW_SIGNAL,
     NO_REPRESENTATION,
     COUNTS_ONLY,
     NO_COLD_ITEMS,

@@ -27,6 +27,7 @@ from hier_pipeline.evaluation.ablations import (
     COUNTS_ONLY,
     NO_COLD_ITEMS,
     NO_CONTENT_SIGNAL,
+    NO_CONTENT_VIEW_SIGNAL,
     NO_EMBEDDING_SIGNAL,
     NO_RANKER,
     NO_REPRESENTATION,
@@ -52,6 +53,7 @@ from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import history_scores
+from hier_pipeline.model.network import InterestModel
 from hier_pipeline.ranker.counts import Counts, FunnelLog
 from hier_pipeline.ranker.ranker import (
     InnerProduct,
@@ -66,9 +68,12 @@ TOKENS = f"{OURS}_tokens"
 # The ranker's signals (`hier_pipeline.ranker`, module doc): tokens where there is a tree,
 # content where the items have some.
 EMBEDDING, TOKEN_OVERLAP = "embedding", "tokens"
+# The user's embedding against the item's content view: learned, yet the same for an item with
+# events and one without (`TrainConfig.content_ranking_weight` trains the view for it).
+CONTENT_VIEW = "content_view"
 CONTENT_PROFILE, CONTENT_NEIGHBOURS = "content_profile", "content_neighbours"
 CONTENT = (CONTENT_PROFILE, CONTENT_NEIGHBOURS)
-SIGNALS = (EMBEDDING, TOKEN_OVERLAP, *CONTENT)
+SIGNALS = (EMBEDDING, TOKEN_OVERLAP, CONTENT_VIEW, *CONTENT)
 # Learned from events, so blind on an item without one (`InterestRanker.candidates`): the tree's
 # leaves are grown on the model's item vectors.
 BEHAVIOURAL = (EMBEDDING, TOKEN_OVERLAP)
@@ -106,7 +111,8 @@ RANKER_VIEWS = {  # the ranker views among `VIEWS`
     NO_EMBEDDING_SIGNAL: _without(EMBEDDING),
     NO_TOKEN_SIGNAL: _without(TOKEN_OVERLAP),
     NO_CONTENT_SIGNAL: _without(*CONTENT),
-    NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP),
+    NO_CONTENT_VIEW_SIGNAL: _without(CONTENT_VIEW),
+    NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP, CONTENT_VIEW),
     COUNTS_ONLY: RankerSetup(()),
     NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
 }
@@ -167,6 +173,7 @@ class OurModels:
         self._events: dict[int, FunnelEvents] = {}
         self._counts: dict[int, Counts] = {}
         self._content: dict[int, dict[str, ContentKNN]] = {}
+        self._content_views: dict[str, Tensor] = {}
         self._content_memo = Memo()  # the kNN form's neighbours: content alone, any time
         self._rankers: dict[tuple[str, RankerSetup], InterestRanker | None] = {}
         # model -> how it is ranked: the ranker's fit, or why its own score stands in
@@ -232,6 +239,13 @@ class OurModels:
             self._counts[as_of] = Counts(self.log, as_of, self.horizon)
         return self._counts[as_of]
 
+    def content_view(self, name: str) -> Tensor:
+        """Every item by model `name`'s content view alone, once. Shapes: -> [I, dim]."""
+        if name not in self._content_views:
+            model = self.comparison.models[name]
+            self._content_views[name] = content_item_vectors(model, self.graph, self.content)
+        return self._content_views[name]
+
     def content_scores(self, as_of: int) -> dict[str, ContentKNN]:
         """The content signals' scorers on the events before `as_of` (none without content)."""
         content = self.content.get(self.graph.metadata.item_type, {})
@@ -260,6 +274,9 @@ class OurModels:
         if TOKEN_OVERLAP in kinds and self.hierarchy is not None:
             overlap = self.tokens(name, users, as_of)
             signals[TOKEN_OVERLAP] = lambda rows: overlap.score(users[rows])
+        if CONTENT_VIEW in kinds and isinstance(self.comparison.models[name], InterestModel):
+            users_at = self.vectors(name, users, as_of)[0]
+            signals[CONTENT_VIEW] = InnerProduct(users_at, self.content_view(name))
         for kind, form in self.content_scores(as_of).items():
             if kind in kinds:
                 signals[kind] = lambda rows, form=form: form.score(users[rows])
@@ -325,9 +342,8 @@ class OurModels:
             return lambda window: self.ranked(name, window, setup)
 
         def content_only(window: EvaluationWindow) -> Recommender:
-            items = content_item_vectors(comparison.models[OURS], self.graph, self.content)
             users = self.vectors(OURS, window.users, as_of)[0]
-            return EmbeddingRecommender(window.users, users, items)
+            return EmbeddingRecommender(window.users, users, self.content_view(OURS))
 
         fitted = {name: by_ranker(name) for name in comparison.models}
         views: dict[str, Fitted] = {

@@ -42,6 +42,10 @@ class TrainConfig:
     # uniformly up to one validation window (t2 - t1) before it. Without the gap, the model
     # learns the funnel of the last minutes (a view, then its purchase), which serving never sees.
     serving_gap: bool = True
+    # Weight of the content view's own ranking loss (`Trainer._content_ranking`): users rank
+    # items by their text and image alone, so that the ranker's `content_view` signal, the same
+    # for an item with events and one without, means something. 0: off (issue 18, item 5).
+    content_ranking_weight: float = 1.0
     use_distillation: bool = True
     distill_weight: float = 0.2
     usage_weight: float = 0.05

@@ -162,7 +162,7 @@ class Trainer:
             parts["loss/embedding_ranking"] = embedding_only.item()
         if isinstance(self.model, InterestModel):  # the HGT peer has neither term
             for name, (weight, term) in self._interest_terms(
-                self.model, users, positives, item_batch, batch
+                self.model, users, positives, item_batch, batch, len(random_items)
             ).items():
                 loss = loss + weight * term
                 parts[name] = term.item()
@@ -273,22 +273,38 @@ class Trainer:
         positives: Tensor,
         item_batch: ModelBatch,
         examples: ExampleBatch,
+        random_count: int,
     ) -> dict[str, tuple[float, Tensor]]:
-        """Weighted extra losses: primitive usage, and content <-> behaviour distillation of the
-        positive items with the EMA teacher on both views. The teacher's behaviour view is a
-        fresh neighbourhood sample of the positives alone: a second view of the same items (as
-        DINO's crops are), at a third of the cost of rerunning the whole item batch."""
+        """Weighted extra losses: primitive usage, the content view's own ranking, and content
+        <-> behaviour distillation of the positive items with the EMA teacher on both views. The
+        teacher's behaviour view is a fresh neighbourhood sample of the positives alone: a second
+        view of the same items (as DINO's crops are), at a third of the cost of rerunning the
+        whole item batch. `random_count`: the random negatives, last among the item roots."""
         config, size = self.config, len(examples.item)
         usage = primitive_usage_loss(
             model.primitives.assign(torch.cat([users, positives])), normalised=True
         )
         terms = {"loss/usage": (config.usage_weight, usage)}
+        ranks_content = config.content_ranking_weight > 0
+        if not (ranks_content or config.use_distillation):
+            return terms
+        item_type = self.graph.metadata.item_type
+        # The content view of the positives, and of every item root when it ranks them.
+        viewed = item_batch.seed_index.numel() if ranks_content else size
+        roots = {k: v[:viewed] for k, v in item_batch.features[item_type].items()}
+        content_all = model.content_embedding(item_type, roots)
+        content = content_all[:size]
+        if ranks_content:
+            terms["loss/content_ranking"] = (
+                config.content_ranking_weight,
+                self._content_ranking(
+                    examples, users, content, content_all[viewed - random_count :]
+                ),
+            )
         if not config.use_distillation:
             return terms
         teacher = cast(InterestModel, self.teacher)
-        item_type = self.graph.metadata.item_type
-        roots = {k: v[:size] for k, v in item_batch.features[item_type].items()}
-        content = model.content_embedding(item_type, roots)
+        roots = {k: v[:size] for k, v in roots.items()}
         sampled = self.sampler.sample(item_type, examples.item, examples.time)
         with torch.no_grad():
             teacher_behaviour = teacher(make_batch(sampled, self.graph.data, self.context))
@@ -301,6 +317,24 @@ class Trainer:
         )
         terms["loss/distillation"] = (config.distill_weight, distill)
         return terms
+
+    def _content_ranking(
+        self, examples: ExampleBatch, users: Tensor, content: Tensor, random_content: Tensor
+    ) -> Tensor:
+        """The user's embedding ranks the positive's content view above the other positives' and
+        the random items' (CLCRec's user-content term, Wei et al. 2021): the content view lands
+        where the users who engage with an item are, so a product without events is scored by
+        the same inner product as one with many. Shapes: users, content [B, d]; random_content
+        [M, d] -> scalar."""
+        return funnel_softmax_loss(
+            users,
+            content,
+            examples.item,
+            torch.zeros(len(examples.item), dtype=torch.long),
+            torch.ones(1),
+            random_negatives=random_content,
+            temperature=self.config.temperature,
+        )
 
     def validate(self) -> dict[str, float]:
         """Full-ranking metrics of the target stage on [t1, t2): users and items embedded as of t1."""

