@@ -205,13 +205,16 @@ def test_itemknn_equals_hand_computed_shrunk_cosine_with_top_neighbours() -> Non
             np.testing.assert_allclose(knn.score(torch.arange(3)).numpy(), expected, atol=1e-6)
 
 
-def test_ease_equals_the_numpy_closed_form_plus_buy_again() -> None:
+@pytest.mark.parametrize("num_users", [6, 3], ids=["cholesky", "woodbury"])
+def test_ease_equals_the_numpy_closed_form_plus_buy_again(num_users: int) -> None:
+    # Six users for five items take the Cholesky form; three, the users x users (Woodbury) one.
     rng = np.random.default_rng(0)
-    rows = [(u, i, 1.0, 1) for u in range(6) for i in range(5) if rng.random() < 0.5]
+    rows = [(u, i, 1.0 + u % 2, 1) for u in range(6) for i in range(5) if rng.random() < 0.5]
+    rows = [row for row in rows if row[0] < num_users] + [(i % 3, i, 1.0, 1) for i in range(5)]
     history = events([*rows, (0, 5, 1.0, 1)], 6, 7)  # item 5: one user; item 6: none
     x = history.confidence().dense(torch.arange(6)).numpy().astype(np.float64)
-    memo = Memo()  # shared: one Gram matrix, one inverse per lambda
-    for l2, repeat_weight in [(2.0, 0.0), (2.0, 0.5), (20.0, 0.5)]:
+    memo = Memo()  # shared: one set of factors, one inverse per lambda
+    for l2, repeat_weight in [(0.1, 0.0), (2.0, 0.5), (20.0, 0.5)]:
         ease = EASE(l2=l2, repeat_weight=repeat_weight, max_items=5, memo=memo)
         ease.fit(history)
         columns = ease.columns.tolist()

@@ -4,7 +4,10 @@ term, since its zero diagonal forbids an item to predict itself, the strongest g
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from typing import Protocol
 
 import torch
 from torch import Tensor
@@ -13,22 +16,84 @@ from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMa
 from hier_pipeline.evaluation.baselines.recommender import UNSCORED, Memo
 
 
+class Inverse(Protocol):
+    """P = (X^T X + lambda I)^-1 in a factored form: what scoring needs of it, x P and diag(P).
+    Shapes: diagonal [M] float32."""
+
+    @property
+    def diagonal(self) -> Tensor: ...
+
+    def times(self, x: Tensor) -> Tensor:
+        """x P. Shapes: x [U, M] float32 -> [U, M] float32."""
+        ...
+
+
 @dataclass(frozen=True)
-class Gram:
-    """X^T X over the item subset, float64. Shapes: columns [M] item ids, gram [M, M]."""
-
-    columns: Tensor
-    gram: Tensor
-
-
-@dataclass(frozen=True)
-class Inverse:
-    """P = (X^T X + lambda I)^-1 = R^T R with R = L^-1, L its Cholesky factor; kept as R and
-    diag(P), since x P = (x R^T) R and B = I - P diag(1 / diag(P)) need nothing else.
-    Shapes: root [M, M] float32 (lower triangular), diagonal [M] float32."""
+class CholeskyInverse:
+    """P = R^T R with R = L^-1, L the Cholesky factor of X^T X + lambda I: a factor and one
+    triangular solve, a third of the flops of forming P and, measured on 2 cores at M = 6k, 4.6x
+    less time than `torch.cholesky_inverse` (20 s against 94). Shapes: root [M, M] float32."""
 
     root: Tensor
     diagonal: Tensor
+
+    @classmethod
+    def of(cls, gram: Tensor, l2: float) -> CholeskyInverse:
+        """Shapes: gram [M, M] float64 (X^T X)."""
+        regularised = gram.clone()
+        regularised.diagonal().add_(l2)
+        factor = torch.linalg.cholesky(regularised)
+        del regularised
+        identity = torch.eye(len(factor), dtype=factor.dtype)
+        root = torch.linalg.solve_triangular(factor, identity, upper=False)
+        return cls(root.float(), root.square().sum(0).float())
+
+    def times(self, x: Tensor) -> Tensor:
+        return (x @ self.root.T) @ self.root
+
+
+@dataclass(frozen=True)
+class WoodburyInverse:
+    """P = (I - Y^T diag(1 / (s + lambda)) Y) / lambda, where X X^T = W diag(s) W^T and Y = W^T X
+    (Woodbury's identity: (X^T X + lambda I)^-1 = (I - X^T (X X^T + lambda I)^-1 X) / lambda).
+    With fewer users than items (Complete Journey: 2.5k households, 10k items) one users x users
+    eigendecomposition serves every lambda, at a small share of one M x M Cholesky. float64
+    throughout: diag(P) is 1 minus a number close to 1 for a much-bought item at small lambda.
+    Shapes: basis Y [K, M] float64, weight 1 / (s + lambda) [K] float64."""
+
+    l2: float
+    basis: Tensor
+    weight: Tensor
+    diagonal: Tensor
+
+    @classmethod
+    def of(cls, eigenvalues: Tensor, basis: Tensor, l2: float) -> WoodburyInverse:
+        """Shapes: eigenvalues s [K] float64, basis Y [K, M] float64."""
+        weight = 1.0 / (eigenvalues.clamp(min=0.0) + l2)
+        diagonal = (1.0 - weight @ basis.square()) / l2
+        return cls(l2, basis, weight, diagonal.float())
+
+    def times(self, x: Tensor) -> Tensor:
+        wide = x.double()
+        return ((wide - ((wide @ self.basis.T) * self.weight) @ self.basis) / self.l2).float()
+
+
+@dataclass(frozen=True)
+class Factors:
+    """What every lambda's P is made from, for the item subset `columns` (M items): `inverse`
+    maps lambda to P. Made from X^T X where the history has at least as many users as items,
+    else from the eigendecomposition of X X^T (`WoodburyInverse`)."""
+
+    columns: Tensor
+    inverse: Callable[[float], Inverse]
+
+    @classmethod
+    def of(cls, columns: Tensor, x: Tensor) -> Factors:
+        """Shapes: x [K, M] float64, the subset's rows of the K users with an entry in it."""
+        if len(x) >= x.shape[1]:
+            return cls(columns, partial(CholeskyInverse.of, x.T @ x))
+        eigenvalues, vectors = torch.linalg.eigh(x @ x.T)
+        return cls(columns, partial(WoodburyInverse.of, eigenvalues, vectors.T @ x))
 
 
 class EASE:
@@ -37,14 +102,13 @@ class EASE:
     to the `max_items` items with the most users; x_u the user's row of `confidence()` (negative
     where "not interested" outweighs).
 
-    P is never formed: a Cholesky factor and one triangular solve give R = L^-1 (P = R^T R, diag P
-    = column sums of R squared), a third of the flops of forming the inverse and, measured on
-    2 cores at M = 6k, 4.6x less time than `torch.cholesky_inverse` (20 s against 94). Matrices
-    are dense M x M, float64 while solving (0.8 GB each at M = 10k, about three alive at the
-    peak), so the default M = 10k fits 24 GB of RAM next to everything else. Items
-    outside the subset (rare ones, and cold items, which have no users) score UNSCORED, or their
-    buy-again term where the user has one. The Gram matrix depends on the history alone and B on
-    lambda too, so a grid's settings share them through `memo` (one Cholesky per lambda).
+    P is never formed (`Inverse`): with at least as many users as items, a Cholesky factor per
+    lambda (`CholeskyInverse`), dense M x M, float64 while solving (0.8 GB each at M = 10k,
+    about three alive at the peak, so the default M = 10k fits 24 GB of RAM next to everything
+    else); with fewer users, one users x users eigendecomposition for every lambda
+    (`WoodburyInverse`). Items outside the subset (rare ones, and cold items, which have no users)
+    score UNSCORED, or their buy-again term where the user has one. The factors depend on the
+    history alone and P on lambda too, so a grid's settings share them through `memo`.
     """
 
     def __init__(
@@ -58,17 +122,19 @@ class EASE:
         self.memo = memo or Memo()
         self.pairs: PairMatrix | None = None
         self.columns = torch.zeros(0, dtype=torch.long)
-        self.inverse = Inverse(torch.zeros(0, 0), torch.zeros(0))
+        self.inverse: Inverse = CholeskyInverse(torch.zeros(0, 0), torch.zeros(0))
 
     def fit(self, history: Interactions) -> None:
         self.pairs = pairs = history.confidence()
-        gram = self.memo.get("ease_gram", (history, self.max_items), lambda: self._gram(pairs))
-        self.columns = gram.columns
+        factors = self.memo.get(
+            "ease_factors", (history, self.max_items), lambda: self._factors(pairs)
+        )
+        self.columns = factors.columns
         self.inverse = self.memo.get(
-            "ease_inverse", (history, self.max_items, self.l2), lambda: self._inverse(gram)
+            "ease_inverse", (history, self.max_items, self.l2), lambda: factors.inverse(self.l2)
         )
 
-    def _gram(self, pairs: PairMatrix) -> Gram:
+    def _factors(self, pairs: PairMatrix) -> Factors:
         positive = pairs.value > 0
         users_per_item = torch.bincount(pairs.item[positive], minlength=pairs.num_items)
         ranked = torch.sort(users_per_item, descending=True, stable=True)
@@ -76,18 +142,10 @@ class EASE:
         position = torch.full((pairs.num_items,), -1, dtype=torch.long)
         position[columns] = torch.arange(len(columns))
         kept = (position[pairs.item] >= 0) & positive
-        x = torch.zeros(pairs.num_users, len(columns))
-        x[pairs.user[kept], position[pairs.item[kept]]] = pairs.value[kept]
-        return Gram(columns, (x.T @ x).double())
-
-    def _inverse(self, gram: Gram) -> Inverse:
-        regularised = gram.gram.clone()
-        regularised.diagonal().add_(self.l2)
-        factor = torch.linalg.cholesky(regularised)
-        del regularised
-        identity = torch.eye(len(factor), dtype=factor.dtype)
-        root = torch.linalg.solve_triangular(factor, identity, upper=False)
-        return Inverse(root.float(), root.square().sum(0).float())
+        users, row = torch.unique(pairs.user[kept], return_inverse=True)
+        x = torch.zeros(len(users), len(columns), dtype=torch.float64)
+        x[row, position[pairs.item[kept]]] = pairs.value[kept].double()
+        return Factors.of(columns, x)
 
     def score(self, users: Tensor) -> Tensor:
         assert self.pairs is not None, "fit first"
@@ -96,9 +154,8 @@ class EASE:
         if self.repeat_weight:
             scores = torch.where(own != 0, self.repeat_weight * own, scores)
         x = own[:, self.columns]
-        # x B = x - (x P) / diag(P), with x P = (x R^T) R; the diagonal of B is 0 by construction
-        times_p = (x @ self.inverse.root.T) @ self.inverse.root
-        scores[:, self.columns] = x - times_p / self.inverse.diagonal
+        # x B = x - (x P) / diag(P); the diagonal of B is 0 by construction
+        scores[:, self.columns] = x - self.inverse.times(x) / self.inverse.diagonal
         if self.repeat_weight:
             scores[:, self.columns] += self.repeat_weight * own[:, self.columns]
         return scores
