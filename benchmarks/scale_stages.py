@@ -194,8 +194,8 @@ def train(folder: str, work: str, steps: int, variant: str) -> dict[str, Any]:
     setup_s = time.perf_counter() - setup
     clock = Clock()
     with clock.running():
-        for _ in range(steps):
-            trainer.step()
+        for index in range(steps):
+            trainer.step(index)
     if variant == "full":
         save_model(trainer.model, Path(work) / MODEL)
     train_events = sum(len(events) for events in trainer.examples.by_stage)

@@ -85,8 +85,8 @@ def _train(
         started = time.perf_counter()
         trainer.model.train()
         parts = []
-        for _ in range(config.steps_per_epoch):
-            parts.append(trainer.step())
+        for step in range(config.steps_per_epoch):
+            parts.append(trainer.step(epoch * config.steps_per_epoch + step))
             if budget.spent(time.perf_counter() - started):
                 break
         seconds = time.perf_counter() - started

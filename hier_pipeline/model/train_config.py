@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hier_pipeline.graph.csr import Strategy
 from hier_pipeline.model.network import ModelConfig
 
 
@@ -13,6 +14,9 @@ from hier_pipeline.model.network import ModelConfig
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     fanouts: tuple[int, ...] = (8, 4)
+    # Which neighbours a training example's roots see: "uniform" draws among all before its time,
+    # "recent" keeps the latest ones, as serving always does (`infer.py`).
+    sampling: Strategy = "uniform"
     epochs: int = 4
     steps_per_epoch: int = 30
     batch_size: int = 128
@@ -50,6 +54,14 @@ class TrainConfig:
     distill_weight: float = 0.2
     usage_weight: float = 0.05
     ema_momentum: float = 0.99
+    # The step budget's schedule (`schedule.py`): a linear warm-up of this many steps, then, with
+    # `cosine_schedule`, the rate decays by a cosine to `min_lr_ratio` of itself over
+    # epochs x steps_per_epoch while the teacher's momentum rises from `ema_momentum` to
+    # `ema_momentum_final`.
+    warmup_steps: int = 0
+    cosine_schedule: bool = False
+    min_lr_ratio: float = 0.1
+    ema_momentum_final: float = 0.99
     patience: int = 2
     eval_k: int = 10
     max_eval_users: int = 1000

@@ -35,6 +35,7 @@ from hier_pipeline.model.inputs import node_type_shapes
 from hier_pipeline.model.losses import funnel_softmax_loss, primitive_usage_loss
 from hier_pipeline.model.minibatch import GraphContext, ModelBatch, make_batch
 from hier_pipeline.model.network import InterestModel
+from hier_pipeline.model.schedule import Schedule
 from hier_pipeline.model.train_config import TrainConfig
 from hier_pipeline.ranking.metrics import evaluate_embeddings
 from hier_pipeline.ranking.window import target_window
@@ -57,7 +58,7 @@ class Trainer:
         relations = list(data.edge_types)
         self.context = GraphContext.of(data, relations, len(meta.stages), self.content, t1)
         self.sampler = TemporalNeighborSampler(
-            data, SamplerConfig(fanouts=self.config.fanouts, seed=self.config.seed)
+            data, SamplerConfig(self.config.fanouts, self.config.sampling, self.config.seed)
         )
         self.examples = ExampleSampler(data, meta, self.config.seed, before=t1)
         self.known_items = torch.nonzero(data[meta.item_type].time < t1).flatten()
@@ -78,6 +79,16 @@ class Trainer:
             self.model.parameters(),
             lr=self.config.learning_rate,
             weight_decay=self.config.weight_decay,
+        )
+        self.schedule = Schedule(
+            total_steps=max(1, self.config.epochs * self.config.steps_per_epoch),
+            warmup_steps=min(
+                self.config.warmup_steps, self.config.epochs * self.config.steps_per_epoch
+            ),
+            cosine=self.config.cosine_schedule,
+            min_lr_ratio=self.config.min_lr_ratio,
+            ema_start=self.config.ema_momentum,
+            ema_end=self.config.ema_momentum_final,
         )
         self.rng = np.random.default_rng(self.config.seed)
         self.cluster = join_cluster()
@@ -101,8 +112,9 @@ class Trainer:
             },
         )
 
-    def step(self) -> dict[str, float]:
-        """One optimisation step; returns the loss parts."""
+    def step(self, index: int) -> dict[str, float]:
+        """Optimisation step number `index` (0-based; its learning rate and EMA momentum follow
+        `self.schedule`); returns the loss parts."""
         meta, config = self.graph.metadata, self.config
         # Gaps are drawn for the global batch, as the batch is, so every rank agrees.
         batch = self._as_served(self.examples.draw(config.batch_size)).shard(self.cluster)
@@ -170,8 +182,10 @@ class Trainer:
         loss.backward()
         average_gradients(self.model, self.cluster)
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        for group in self.optimizer.param_groups:
+            group["lr"] = config.learning_rate * self.schedule.lr_factor(index)
         self.optimizer.step()
-        ema_update(self.teacher, self.model, config.ema_momentum)
+        ema_update(self.teacher, self.model, self.schedule.ema_momentum(index))
         parts["loss/total"] = loss.item()
         return parts
 

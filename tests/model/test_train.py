@@ -38,14 +38,33 @@ TINY = TrainConfig(
 )
 
 
+class Interrupted(Exception):
+    """Raised by a progress callback: the process dies before the epoch's checkpoint."""
+
+
 def test_resume_from_a_checkpoint_continues_the_same_run(
     synthetic_pipeline: tuple, tmp_path: Path, single_thread: None
 ) -> None:
+    """Killed during its second epoch, rerun with the same config: the run ends where the
+    uninterrupted one does, warm-up, learning-rate decay and EMA schedule included."""
     graph, content, split = synthetic_pipeline
-    straight = train_model(graph, content, split, TINY, checkpoint_dir=tmp_path / "a")
-    interrupted = TrainConfig(**{**TINY.__dict__, "epochs": 1})
-    train_model(graph, content, split, interrupted, checkpoint_dir=tmp_path / "b")
-    resumed = train_model(graph, content, split, TINY, checkpoint_dir=tmp_path / "b")
+    config = replace(TINY, warmup_steps=2, cosine_schedule=True, ema_momentum_final=0.999)
+    straight = train_model(graph, content, split, config, checkpoint_dir=tmp_path / "a")
+
+    def die_in_the_second_epoch(line: str) -> None:
+        if line.startswith("epoch 2/"):
+            raise Interrupted(line)
+
+    with pytest.raises(Interrupted):
+        train_model(
+            graph,
+            content,
+            split,
+            config,
+            checkpoint_dir=tmp_path / "b",
+            progress=die_in_the_second_epoch,
+        )
+    resumed = train_model(graph, content, split, config, checkpoint_dir=tmp_path / "b")
     assert len(resumed.history) == 2
     assert_same_training(
         (straight.history, straight.model.state_dict()),
