@@ -301,7 +301,12 @@ class OurModels:
             fitted: InterestRanker | None = ranker
             try:
                 ranker.fit(candidates, window.relevant)
-                setting: dict[str, object] = {"ranker": "fitted", "relevant": ranker.fit_relevant}
+                setting: dict[str, object] = {
+                    "ranker": "fitted",
+                    "relevant": ranker.fit_relevant,
+                    "leaves": ranker.leaves,
+                    "held_out_map": ranker.held_out_map,
+                }
             except TooFewLabels as error:
                 fitted, setting = None, {"ranker": f"none, own score: {error}"}
             if setup == FULL:

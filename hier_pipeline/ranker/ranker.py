@@ -34,6 +34,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from torch import Tensor
 
 from hier_pipeline.ranker.counts import COLD_ITEM, Counts, feature_names, item_columns
+from hier_pipeline.ranker.selection import candidate_map, user_folds
 from hier_pipeline.ranking.metrics import PairScores, UserItems
 
 CHUNK = 256  # ranked users per dense signal block
@@ -69,7 +70,11 @@ class RankerConfig:
     min_relevant: int = 100
     max_iterations: int = 300  # boosting rounds; early stopping on held-out pairs ends sooner
     learning_rate: float = 0.05
-    max_leaf_nodes: int = 31
+    # The trees' sizes (max_leaf_nodes) to choose from, by MAP@`selection_k` on held-out users of
+    # the fit window (`selection.py`, `selection_folds`-fold); one size: no choice, one fit.
+    leaf_grid: tuple[int, ...] = (3, 7, 15, 31)
+    selection_folds: int = 3
+    selection_k: int = 10
     l2_regularization: float = 1.0
     # The share of items shown as new in the fit (module doc), as the model's training does.
     cold_item_rate: float = 0.2
@@ -98,6 +103,8 @@ class InterestRanker:
         self.config = config
         self.classifier: HistGradientBoostingClassifier | None = None
         self.fit_relevant = 0  # relevant candidates of the fit window
+        self.leaves = config.leaf_grid[-1]  # the trees' size the fit chose
+        self.held_out_map: dict[int, float] = {}  # size -> its mean held-out MAP@k
 
     @staticmethod
     def feature_names(stages: list[str], signals: Mapping[str, Signal]) -> list[str]:
@@ -157,16 +164,57 @@ class InterestRanker:
             )
         self.fit_relevant = int(labels.sum())
         features = self.fit_features(candidates)
-        self.classifier = HistGradientBoostingClassifier(
+        self.leaves = self._choose_leaves(candidates, features, labels, relevant.counts().numpy())
+        self.classifier = self._classifier(self.leaves).fit(features, labels)
+
+    def _classifier(self, leaves: int) -> HistGradientBoostingClassifier:
+        config = self.config
+        return HistGradientBoostingClassifier(
             learning_rate=config.learning_rate,
             max_iter=config.max_iterations,
-            max_leaf_nodes=config.max_leaf_nodes,
+            max_leaf_nodes=leaves,
             l2_regularization=config.l2_regularization,
             early_stopping=True,
             validation_fraction=0.1,
             n_iter_no_change=20,
             random_state=config.seed,
-        ).fit(features, labels)
+        )
+
+    def _choose_leaves(
+        self,
+        candidates: Candidates,
+        features: np.ndarray,
+        labels: np.ndarray,
+        relevant_counts: np.ndarray,
+    ) -> int:
+        """The `leaf_grid` size with the best mean MAP@k over held-out users (`selection.py`):
+        fitted on the other folds' `features` (items shown as new included), scored on the
+        held-out fold's candidates as serving sees them. Ties: the smaller trees."""
+        config = self.config
+        if len(config.leaf_grid) == 1:
+            return config.leaf_grid[0]
+        rows = candidates.rows.numpy()
+        fold_of_user = user_folds(len(relevant_counts), config.selection_folds, config.seed)
+        fold = fold_of_user[rows]
+        held_out: dict[int, list[float]] = {leaves: [] for leaves in config.leaf_grid}
+        for k in range(config.selection_folds):
+            fit, held = fold != k, fold == k
+            if not labels[fit].any() or labels[fit].all():
+                continue
+            users = np.flatnonzero(fold_of_user == k)
+            for leaves in config.leaf_grid:
+                classifier = self._classifier(leaves).fit(features[fit], labels[fit])
+                scores = classifier.predict_proba(candidates.features[held])[:, 1]
+                figure = candidate_map(
+                    rows[held], scores, labels[held], relevant_counts, users, config.selection_k
+                )
+                held_out[leaves].append(figure)
+        self.held_out_map = {
+            leaves: float(np.nanmean(figures)) if figures else float("nan")
+            for leaves, figures in held_out.items()
+        }
+        best = max(self.held_out_map.items(), key=lambda pair: np.nan_to_num(pair[1], nan=-1.0))
+        return best[0]
 
     def fit_features(self, candidates: Candidates) -> np.ndarray:
         """What the fit sees: the features with a `cold_item_rate` share of items, drawn by seed,

@@ -181,12 +181,17 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
     )
     graph, split = compared.graph, compared.split
     report = evaluate_models("tiny", graph, compared.content, split, comparison)
-    assert report.settings["hier"] == {
+    setting = report.settings["hier"]
+    assert setting == {
         "ranker": "fitted",
-        "relevant": report.settings["hier"]["relevant"],
+        "relevant": setting["relevant"],
+        "leaves": setting["leaves"],
+        "held_out_map": setting["held_out_map"],
         "fit_window": [split.t1, split.t2],
     }
-    assert report.settings["hier"]["relevant"] >= 1
+    assert setting["relevant"] >= 1
+    assert set(setting["held_out_map"]) == set(RankerConfig().leaf_grid)
+    assert setting["held_out_map"][setting["leaves"]] == max(setting["held_out_map"].values())
     assert report.models[NO_RANKER] == compared.report.models[NO_RANKER]
     assert report.models["hier"] != report.models[NO_RANKER]
     assert report.models[COUNTS_ONLY] != report.models["hier"]

@@ -149,3 +149,24 @@ def test_the_fit_shows_a_share_of_items_as_new_to_who_had_not_met_them(world: tu
     assert 0.3 < len(np.intersect1d(drawn, known)) / len(known) < 0.7
     unchanged = InterestRanker(RankerConfig(cold_item_rate=0.0)).fit_features(candidates)
     assert np.array_equal(unchanged, candidates.features, equal_nan=True)
+
+
+def test_the_fit_chooses_its_tree_size_on_held_out_users(world: tuple) -> None:
+    """Every size of the grid is scored on held-out users and the best is the one fitted; a grid
+    of one size is no choice."""
+    graph, log, start = world
+    window = target_window(graph, start, start + HORIZON, max_users=1000)
+    signals = _embedding(log, len(window.users))
+    grids = {"choice": (3, 7, 31), "fixed": (7,)}
+    rankers = {}
+    for name, grid in grids.items():
+        ranker = InterestRanker(RankerConfig(seed=3, min_relevant=5, leaf_grid=grid))
+        candidates = ranker.candidates(Counts(log, start, HORIZON), window.users, signals)
+        ranker.fit(candidates, window.relevant)
+        rankers[name] = ranker
+    chosen = rankers["choice"]
+    assert set(chosen.held_out_map) == {3, 7, 31}
+    assert all(0.0 <= figure <= 1.0 for figure in chosen.held_out_map.values())
+    assert chosen.held_out_map[chosen.leaves] == max(chosen.held_out_map.values())
+    assert chosen.classifier is not None and chosen.classifier.max_leaf_nodes == chosen.leaves
+    assert rankers["fixed"].leaves == 7 and rankers["fixed"].held_out_map == {}
