@@ -80,11 +80,10 @@ class Trainer:
             lr=self.config.learning_rate,
             weight_decay=self.config.weight_decay,
         )
+        total_steps = max(1, self.config.epochs * self.config.steps_per_epoch)
         self.schedule = Schedule(
-            total_steps=max(1, self.config.epochs * self.config.steps_per_epoch),
-            warmup_steps=min(
-                self.config.warmup_steps, self.config.epochs * self.config.steps_per_epoch
-            ),
+            total_steps=total_steps,
+            warmup_steps=min(self.config.warmup_steps, total_steps),
             cosine=self.config.cosine_schedule,
             min_lr_ratio=self.config.min_lr_ratio,
             ema_start=self.config.ema_momentum,

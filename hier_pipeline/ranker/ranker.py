@@ -164,7 +164,7 @@ class InterestRanker:
             )
         self.fit_relevant = int(labels.sum())
         features = self.fit_features(candidates)
-        self.leaves = self._choose_leaves(candidates, features, labels, relevant.counts().numpy())
+        self.leaves = self._choose_leaves(candidates, features, labels, relevant)
         self.classifier = self._classifier(self.leaves).fit(features, labels)
 
     def _classifier(self, leaves: int) -> HistGradientBoostingClassifier:
@@ -185,7 +185,7 @@ class InterestRanker:
         candidates: Candidates,
         features: np.ndarray,
         labels: np.ndarray,
-        relevant_counts: np.ndarray,
+        relevant: UserItems,
     ) -> int:
         """The `leaf_grid` size with the best mean MAP@k over held-out users (`selection.py`):
         fitted on the other folds' `features` (items shown as new included), scored on the
@@ -193,8 +193,8 @@ class InterestRanker:
         config = self.config
         if len(config.leaf_grid) == 1:
             return config.leaf_grid[0]
-        rows = candidates.rows.numpy()
-        fold_of_user = user_folds(len(relevant_counts), config.selection_folds, config.seed)
+        rows, items = candidates.rows.numpy(), candidates.items.numpy()
+        fold_of_user = user_folds(relevant.num_users, config.selection_folds, config.seed)
         fold = fold_of_user[rows]
         held_out: dict[int, list[float]] = {leaves: [] for leaves in config.leaf_grid}
         for k in range(config.selection_folds):
@@ -206,7 +206,7 @@ class InterestRanker:
                 classifier = self._classifier(leaves).fit(features[fit], labels[fit])
                 scores = classifier.predict_proba(candidates.features[held])[:, 1]
                 figure = candidate_map(
-                    rows[held], scores, labels[held], relevant_counts, users, config.selection_k
+                    rows[held], items[held], scores, relevant, users, config.selection_k
                 )
                 held_out[leaves].append(figure)
         self.held_out_map = {

@@ -12,7 +12,10 @@ fitted on most of the window's users and scored, as serving would score it, on t
 from __future__ import annotations
 
 import numpy as np
+import torch
 from numpy.typing import NDArray
+
+from hier_pipeline.ranking.metrics import UserItems, per_user_metrics
 
 
 def user_folds(num_users: int, folds: int, seed: int) -> NDArray[np.int64]:
@@ -25,30 +28,24 @@ def user_folds(num_users: int, folds: int, seed: int) -> NDArray[np.int64]:
 
 def candidate_map(
     rows: NDArray[np.int64],
+    items: NDArray[np.int64],
     scores: NDArray[np.floating],
-    labels: NDArray[np.bool_],
-    relevant_counts: NDArray[np.int64],
+    relevant: UserItems,
     users: NDArray[np.int64],
     k: int,
 ) -> float:
-    """MAP@k of `users` when each is shown their candidates best score first (RelBench's MAP:
-    average precision over min(|relevant|, k)); a user's relevant items that are no candidate
-    count as missed. Users without a relevant item are left out; none left: NaN.
+    """MAP@k (the evaluation's, `per_user_metrics`) of `users` when each is shown their
+    candidates best score first; a user's relevant items that are no candidate count as missed.
+    Users without a relevant item are left out; none left: NaN.
 
-    Shapes: rows, scores, labels [P] (rows index the ranked users); relevant_counts [U]."""
-    judged = users[relevant_counts[users] > 0]
-    if len(judged) == 0:
-        return float("nan")
-    keep = np.isin(rows, judged)
-    rows, scores, labels = rows[keep], scores[keep], labels[keep]
+    Shapes: rows, items, scores [P] (rows index `relevant`'s users)."""
     order = np.lexsort((-scores, rows))
-    rows, labels = rows[order], labels[order].astype(np.float64)
-    first = np.searchsorted(rows, rows, side="left")
-    position = np.arange(len(rows)) - first  # 0 = the user's best-scored candidate
-    cumulative = np.cumsum(labels)
-    hits_so_far: NDArray[np.float64] = (
-        cumulative - (cumulative - labels)[first]
-    )  # within the user's list
-    precision = np.where(position < k, labels * hits_so_far / (position + 1), 0.0)
-    precision_sum = np.bincount(rows, weights=precision, minlength=len(relevant_counts))
-    return float((precision_sum[judged] / np.minimum(relevant_counts[judged], k)).mean())
+    rows, items = rows[order], items[order]
+    position = np.arange(len(rows)) - np.searchsorted(rows, rows)  # 0 = the user's best
+    top = position < k
+    topk = torch.full((relevant.num_users, k), -1, dtype=torch.long)
+    topk[rows[top], position[top]] = torch.from_numpy(items[top])
+    per_user = per_user_metrics(topk, relevant, (k,))[f"map@{k}"].numpy()
+    judged = np.flatnonzero(relevant.counts().numpy() > 0)  # per_user's users, in order
+    chosen = np.isin(judged, users)
+    return float(per_user[chosen].mean()) if chosen.any() else float("nan")

@@ -39,8 +39,9 @@ def test_candidate_map_is_the_evaluations_map_of_the_candidates_best_first() -> 
     expected = per_user_metrics(topk, relevant, (k,))[f"map@{k}"]
     judged = relevant.counts().numpy() > 0
     chosen = np.isin(np.flatnonzero(judged), users)
-    got = candidate_map(rows, scores, labels, relevant.counts().numpy(), users, k)
+    got = candidate_map(rows, items, scores, relevant, users, k)
     assert np.isclose(got, expected.numpy()[chosen].mean())
     assert 0.0 < got < 1.0
-    nobody = candidate_map(rows, scores, labels, relevant.counts().numpy(), np.arange(5), k)
+    assert labels.any()
+    nobody = candidate_map(rows, items, scores, relevant, np.arange(5), k)
     assert np.isnan(nobody)
