@@ -10,7 +10,8 @@ the full model, free of training (`VIEWS`):
     with no engagement at all would be placed;
   - `hier_no_ranker` ranks by the model's own score (inner product plus its history term) instead
     of the second-stage ranker;
-  - the ranker without one of its signals (`hier_ranker_no_embedding`, `_no_tokens`,
+  - the ranker without one of its signals (`hier_ranker_no_embedding`, `_no_tokens` (both token
+    signals), `_no_token_shares` (the users' shares per interest level, `interests/shares.py`),
     `_no_content`, `_no_content_view`: the user's embedding against the item's content view,
     issue 18 item 5), over counts and content alone (`hier_ranker_no_representation`: what the
     learned representation adds to what a practitioner has without it), over counts alone
@@ -35,6 +36,7 @@ CONTENT_ONLY = "hier_content_only"
 NO_RANKER = "hier_no_ranker"
 NO_EMBEDDING_SIGNAL = "hier_ranker_no_embedding"
 NO_TOKEN_SIGNAL = "hier_ranker_no_tokens"
+NO_TOKEN_SHARES = "hier_ranker_no_token_shares"
 NO_CONTENT_SIGNAL = "hier_ranker_no_content"
 NO_CONTENT_VIEW_SIGNAL = "hier_ranker_no_content_view"
 NO_REPRESENTATION = "hier_ranker_no_representation"
@@ -45,6 +47,7 @@ VIEWS = (
     NO_RANKER,
     NO_EMBEDDING_SIGNAL,
     NO_TOKEN_SIGNAL,
+    NO_TOKEN_SHARES,
     NO_CONTENT_SIGNAL,
     NO_CONTENT_VIEW_SIGNAL,
     NO_REPRESENTATION,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import cached_property
+from functools import cached_property, partial
 
 import numpy as np
 import torch
@@ -31,6 +31,7 @@ from hier_pipeline.evaluation.ablations import (
     NO_EMBEDDING_SIGNAL,
     NO_RANKER,
     NO_REPRESENTATION,
+    NO_TOKEN_SHARES,
     NO_TOKEN_SIGNAL,
     VIEWS,
 )
@@ -49,6 +50,7 @@ from hier_pipeline.evaluation.report import OURS
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
+from hier_pipeline.interests.shares import LevelShares, level_shares
 from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
@@ -68,19 +70,27 @@ TOKENS = f"{OURS}_tokens"
 # The ranker's signals (`hier_pipeline.ranker`, module doc): tokens where there is a tree,
 # content where the items have some.
 EMBEDDING, TOKEN_OVERLAP = "embedding", "tokens"
+# Per level of the tree, the user's share of engagement in the item's token
+# (`hier_pipeline.interests.shares`): one signal per level, named `token_share_L<level>`.
+TOKEN_SHARES = "token_shares"
 # The user's embedding against the item's content view: learned, yet the same for an item with
 # events and one without (`TrainConfig.content_ranking_weight` trains the view for it).
 CONTENT_VIEW = "content_view"
 CONTENT_PROFILE, CONTENT_NEIGHBOURS = "content_profile", "content_neighbours"
 CONTENT = (CONTENT_PROFILE, CONTENT_NEIGHBOURS)
-SIGNALS = (EMBEDDING, TOKEN_OVERLAP, CONTENT_VIEW, *CONTENT)
+SIGNALS = (EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW, *CONTENT)
 # Learned from events, so blind on an item without one (`InterestRanker.candidates`): the tree's
-# leaves are grown on the model's item vectors.
+# leaves are grown on the model's item vectors. The token shares are not: they are the user's
+# (from events), and an item's token comes mostly from its content (a new item's code from
+# content alone is the one it gets after its first week of events in 98% of cases,
+# docs/interests.md).
 BEHAVIOURAL = (EMBEDDING, TOKEN_OVERLAP)
 # The kNN form's neighbours per item: the middle of the content-kNN baseline's grid (10, 200),
 # not tuned here; both forms decay the user's events with the grid's middle half-life.
 CONTENT_KNN = {CONTENT_PROFILE: None, CONTENT_NEIGHBOURS: 100}
 CONTENT_HALF_LIFE_DAYS = 30.0
+# The token shares' tie-break between items of one token (`OurModels.signals`): at most this.
+TIE_BREAK = 1e-6
 
 
 @dataclass(frozen=True)
@@ -109,10 +119,11 @@ def _without(*left_out: str) -> RankerSetup:
 FULL = RankerSetup()
 RANKER_VIEWS = {  # the ranker views among `VIEWS`
     NO_EMBEDDING_SIGNAL: _without(EMBEDDING),
-    NO_TOKEN_SIGNAL: _without(TOKEN_OVERLAP),
+    NO_TOKEN_SIGNAL: _without(TOKEN_OVERLAP, TOKEN_SHARES),
+    NO_TOKEN_SHARES: _without(TOKEN_SHARES),
     NO_CONTENT_SIGNAL: _without(*CONTENT),
     NO_CONTENT_VIEW_SIGNAL: _without(CONTENT_VIEW),
-    NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP, CONTENT_VIEW),
+    NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW),
     COUNTS_ONLY: RankerSetup(()),
     NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
 }
@@ -274,6 +285,23 @@ class OurModels:
         if TOKEN_OVERLAP in kinds and self.hierarchy is not None:
             overlap = self.tokens(name, users, as_of)
             signals[TOKEN_OVERLAP] = lambda rows: overlap.score(users[rows])
+        if TOKEN_SHARES in kinds and self.hierarchy is not None:
+            shares = level_shares(
+                self.events(as_of).of_users(users),
+                len(users),
+                self.tree(name, as_of),
+                self.hierarchy.tokens,
+                as_of,
+            )
+            # Every item of a token has the same share: among them, the signal's top list (its
+            # candidates) takes the most engaged-with lately first (log1p of its positive events
+            # in the last window, over the largest), by a margin far below any share's step.
+            # Where many items have one share (most have 0), the ranker's histograms can still
+            # tell them apart by it: popularity inside a share.
+            lately = np.log1p(self.counts(as_of).item_positive_lately)
+            tie_break = TIE_BREAK * torch.from_numpy(lately / max(lately.max(), 1e-12)).float()
+            for level in range(shares.levels):
+                signals[f"token_share_L{level}"] = partial(_share, shares, level, tie_break)
         if CONTENT_VIEW in kinds and isinstance(self.comparison.models[name], InterestModel):
             users_at = self.vectors(name, users, as_of)[0]
             signals[CONTENT_VIEW] = InnerProduct(users_at, self.content_view(name))
@@ -360,3 +388,9 @@ class OurModels:
         if self.hierarchy is not None:
             fitted[TOKENS] = lambda window: self.tokens(OURS, window.users, as_of)
         return fitted
+
+
+def _share(shares: LevelShares, level: int, tie_break: Tensor, rows: Tensor) -> Tensor:
+    """A token-share signal: the level's shares plus the items' tie-break. Shapes: rows [R],
+    tie_break [I] -> [R, I]."""
+    return shares.score(level, rows) + tie_break

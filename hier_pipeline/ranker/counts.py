@@ -131,10 +131,11 @@ class Counts:
         np.minimum.at(first, log.item[positive], log.time[positive].astype(np.float64))
         self.item_eventless = ~np.isfinite(first)  # no positive event before T: new, or unwanted
         self.item_target_lately = np.bincount(log.item[target & lately], minlength=items)
+        self.item_positive_lately = np.bincount(log.item[positive & lately], minlength=items)
         self.item_columns = np.column_stack(
             [
                 _log1p(self.item_target_lately),
-                _log1p(np.bincount(log.item[positive & lately], minlength=items)),
+                _log1p(self.item_positive_lately),
                 _log1p(np.bincount(log.item[target], minlength=items)),
                 np.where(buyers > 0, rebuyers / np.maximum(buyers, 1), np.nan),
                 self._days_since(np.where(np.isfinite(first), first, -np.inf)),
