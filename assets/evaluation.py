@@ -5,6 +5,8 @@ The gate: `beats_popularity` is a blocking check of `evaluation_report`. In a ru
 it, the release (`promoted_interests`, assets/promotion.py) starts only if it passed; a model that
 loses to popularity on the target stage stops the run there and the serving model stays. The
 release asks the report itself too, so a run that selects it alone cannot serve a losing model.
+The gate judges what the release serves, the model's own score (`SERVED`, always scored here),
+not the report's ranked row, which counts carry past popularity whatever the model.
 """
 
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ from assets.config import EvaluationLaunchConfig
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import LoadReport
 from hier_pipeline.evaluation.ablations import views_of
-from hier_pipeline.evaluation.report import GATE, OURS, EvaluationReport
+from hier_pipeline.evaluation.report import GATE, OURS, SERVED, EvaluationReport
 from hier_pipeline.graph import GraphArtifact
 from hier_pipeline.interests.artifact import HierarchyArtifact, TokensArtifact
 from hier_pipeline.model.artifact import ModelArtifact
@@ -74,7 +76,7 @@ def evaluation_report(
             models={OURS: model, **{name: result.model for name, result in trained.items()}},
             fanouts=core.fanouts,
             history=interest_model.history,
-            views=views_of(config.ablations),
+            views=views_of([SERVED, *config.ablations]),
             baselines=config.baselines,
             max_users=config.max_users,
             seed=config.seed,
@@ -110,8 +112,9 @@ def evaluation_report(
             "beats_popularity",
             asset="evaluation_report",
             blocking=True,
-            description="Our model's MAP@10 on the target stage is above the popularity "
-            "baseline's. Blocking: the release (promoted_interests) does not run when it fails.",
+            description="The served model's own MAP@10 on the target stage (hier_no_ranker) is "
+            "above the popularity baseline's. Blocking: the release (promoted_interests) does not "
+            "run when it fails.",
         ),
         dg.AssetCheckSpec(
             "beats_every_baseline",
@@ -125,10 +128,14 @@ def evaluation_report_checks(evaluation_report: EvaluationReport) -> Iterator[dg
     report = evaluation_report
     scores = {name: _rounded(report.models[name]["map@10"]) for name in report.baselines()}
     ours = {f"{OURS}_map@10": _rounded(report.models[OURS]["map@10"])}
+    served = report.served()
     yield dg.AssetCheckResult(
         check_name="beats_popularity",
-        passed=GATE in report.models and report.beats(GATE),
-        metadata={**ours, f"{GATE}_map@10": scores.get(GATE)},
+        passed=GATE in report.models and report.beats(GATE, model=served),
+        metadata={
+            f"{served}_map@10": _rounded(report.models[served]["map@10"]),
+            f"{GATE}_map@10": scores.get(GATE),
+        },
     )
     lost = [name for name in report.baselines() if not report.beats(name)]
     yield dg.AssetCheckResult(

@@ -25,6 +25,7 @@ from dataclasses import asdict, replace
 
 from torch import Tensor
 
+from hier_pipeline.evaluation.report import SERVED
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.model.attention import AttentionConfig
@@ -33,7 +34,7 @@ from hier_pipeline.model.train import TrainResult, train_model
 from hier_pipeline.model.train_config import TrainConfig
 
 CONTENT_ONLY = "hier_content_only"
-NO_RANKER = "hier_no_ranker"
+NO_RANKER = SERVED
 NO_EMBEDDING_SIGNAL = "hier_ranker_no_embedding"
 NO_TOKEN_SIGNAL = "hier_ranker_no_tokens"
 NO_TOKEN_SHARES = "hier_ranker_no_token_shares"

@@ -17,6 +17,10 @@ from hier_pipeline.ranking.bootstrap import Difference
 OURS = "hier"
 HISTORY_SHARE = "history_share@50"
 GATE = "popularity"  # the baseline our model must beat to be served (the release's gate)
+# The served model's own score (inner product plus its history term; the view `hier_no_ranker`).
+# The release serves the model and its tokens, not the evaluation's ranker, whose counts would
+# carry even a randomised model past popularity: so the gates judge this row where it is scored.
+SERVED = "hier_no_ranker"
 HEADLINE = ("map@10", "recall@50", "ndcg@10", "cold_item_recall@50")
 
 
@@ -150,9 +154,13 @@ class EvaluationReport:
                     metrics[f"eval/segment/{segment}/{name}/{metric}"] = value
         return {name: value for name, value in metrics.items() if math.isfinite(value)}
 
-    def beats(self, baseline: str, metric: str = "map@10") -> bool:
-        """Strictly better: a tie or an undefined figure is no win."""
-        return self.models[OURS][metric] > self.models[baseline][metric]
+    def beats(self, baseline: str, metric: str = "map@10", model: str = OURS) -> bool:
+        """`model` strictly better: a tie or an undefined figure is no win."""
+        return self.models[model][metric] > self.models[baseline][metric]
+
+    def served(self) -> str:
+        """The row the release's gates judge: `SERVED` where the report scored it, else ours."""
+        return SERVED if SERVED in self.models else OURS
 
 
 def _sortable(value: float | None) -> float:

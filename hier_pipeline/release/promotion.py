@@ -1,6 +1,7 @@
 """Releasing a model: its tree, tokens and checkpoint replace the serving ones (`serving.py`) only
 if its evaluation beats the gate baseline (popularity) on the target metric and is not worse than
-the serving model's, beyond a tolerance. Otherwise the serving folder stays as it was, and the
+the serving model's, beyond a tolerance. The figure judged is the served model's own score
+(`SERVED`) where the evaluation scored it, else our row (`OURS`). Otherwise the serving folder stays as it was, and the
 caller marks the run. The gate is checked here, not only by the evaluation's blocking check, so
 a release run on its own cannot serve a model that loses to popularity.
 
@@ -20,7 +21,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from hier_pipeline.evaluation.report import GATE, OURS
+from hier_pipeline.evaluation.report import GATE, OURS, SERVED
 from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.interests.artifact import (
     HIERARCHY_FILE,
@@ -68,9 +69,11 @@ def promote(
     manifest: dict[str, Any],
 ) -> Promotion:
     """Serve `model` and `tokens` from `folder` if the evaluation's figures (`models`, name ->
-    metric -> value, ours under `OURS`) pass `verdict`; else leave `folder` as is."""
+    metric -> value, the served row under `SERVED` or ours under `OURS`) pass `verdict`; else
+    leave `folder` as is."""
     previous = read_manifest(folder)
-    candidate = float(models[OURS][config.metric])
+    judged = models.get(SERVED, models[OURS])
+    candidate = float(judged[config.metric])
     gate = models.get(config.gate, {}).get(config.metric)
     gate = None if gate is None else float(gate)
     current = None if previous is None else float(previous["metrics"][config.metric])
@@ -80,7 +83,7 @@ def promote(
         return outcome
     staging = folder.with_name(f".{folder.name}.staging")
     shutil.rmtree(staging, ignore_errors=True)
-    scores = {**manifest, "metric": config.metric, "metrics": dict(models[OURS])}
+    scores = {**manifest, "metric": config.metric, "metrics": dict(judged)}
     write_release(tokens, model, staging, {**scores, "gate": {config.gate: gate}})
     kept, total = (0, 0) if previous is None else _keep_token_ids(folder, staging, config)
     swap_in(staging, folder)

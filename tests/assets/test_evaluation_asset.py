@@ -18,6 +18,7 @@ from assets.definitions import defs
 from assets.evaluation import evaluation_report_checks
 from hier_pipeline.content.tables import ContentArtifact
 from hier_pipeline.dataset import load_dataset, parse_dataset
+from hier_pipeline.evaluation.report import SERVED
 from hier_pipeline.graph import GraphArtifact, default_split
 from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.model.artifact import ModelArtifact, save_model
@@ -127,10 +128,13 @@ def test_report_checks_mlflow_and_release(upstream: Upstream, tmp_path: Path) ->
         "hier",
         "hier_no_distill",
         "hier_content_only",
+        SERVED,  # always scored: the gate judges the served model's own score
         "hier_tokens",
     ]
     evaluations = checks(result)
     assert evaluations["beats_popularity"].passed
+    gate = evaluations["beats_popularity"].metadata
+    assert gate[f"{SERVED}_map@10"].value == round(report.models[SERVED]["map@10"], 4)
     assert evaluations["beats_every_baseline"].passed == report.beats("itemknn")
 
     (materialised,) = result.asset_materializations_for_node("evaluation_report")
@@ -180,7 +184,7 @@ def test_a_randomised_model_fails_the_gate_and_serves_nothing(
     assert not evaluations["beats_popularity"].passed
     assert evaluations["beats_popularity"].severity == dg.AssetCheckSeverity.ERROR
     report = result.output_for_node("evaluation_report")
-    assert report.models["hier"]["map@10"] < report.models["popularity"]["map@10"]
+    assert report.models[SERVED]["map@10"] < report.models["popularity"]["map@10"]
     assert not result.asset_materializations_for_node("promoted_interests")
     assert not (tmp_path / "serving").exists()
 

@@ -17,7 +17,7 @@ from mlflow.tracking import MlflowClient
 from assets.definitions import defs
 from assets.promotion import RUN_TAG, promotion_checks
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models
-from hier_pipeline.evaluation.report import GATE, OURS, EvaluationReport
+from hier_pipeline.evaluation.report import GATE, OURS, SERVED, EvaluationReport
 from hier_pipeline.graph import default_split
 from hier_pipeline.interests.artifact import (
     HierarchyArtifact,
@@ -53,7 +53,7 @@ class Retrain:
 def _evaluate(base: Base, model: torch.nn.Module) -> EvaluationReport:
     """The evaluation's protocol on a window long enough at this size to hold warm users."""
     comparison = Comparison(
-        models={OURS: model}, fanouts=TINY.fanouts, views=(), baselines=("popularity",)
+        models={OURS: model}, fanouts=TINY.fanouts, views=(SERVED,), baselines=("popularity",)
     )
     split = default_split(base.graph, train=0.5, validate=0.1)
     return evaluate_models(base.spec.name, base.graph, base.content, split, comparison)
@@ -108,7 +108,7 @@ def test_a_worse_retrain_is_not_promoted_and_the_run_is_marked(
 ) -> None:
     good, worse = retrains["good"], retrains["worse"]
     tolerance = PromotionConfig().tolerance
-    assert worse.report.models[OURS]["map@10"] < good.report.models[OURS]["map@10"] - tolerance
+    assert worse.report.models[SERVED]["map@10"] < good.report.models[SERVED]["map@10"] - tolerance
     first = _promote(base, tmp_path, good, base.tokens)
     assert first.success
     served = first.output_for_node("promoted_interests")
@@ -121,7 +121,7 @@ def test_a_worse_retrain_is_not_promoted_and_the_run_is_marked(
     assert second.success  # the run goes on; the gate keeps the old model and says so
     kept = second.output_for_node("promoted_interests")
     assert not kept.promoted and kept.folder == served.folder
-    assert kept.current == pytest.approx(good.report.models[OURS]["map@10"])
+    assert kept.current == pytest.approx(good.report.models[SERVED]["map@10"])
     assert {p.name: p.read_bytes() for p in kept.folder.iterdir() if p.is_file()} == files
     assert second.dagster_run.tags[RUN_TAG] == "kept_previous"
     (check,) = second.get_asset_check_evaluations()
@@ -133,7 +133,7 @@ def test_a_worse_retrain_is_not_promoted_and_the_run_is_marked(
     )
     assert [r.data.tags["promotion"] for r in runs] == ["promoted", "kept_previous"]
     manifest = json.loads((kept.folder / "manifest.json").read_text())
-    assert manifest["metrics"]["map@10"] == pytest.approx(good.report.models[OURS]["map@10"])
+    assert manifest["metrics"]["map@10"] == pytest.approx(good.report.models[SERVED]["map@10"])
 
 
 def test_a_retrain_that_loses_to_popularity_is_not_promoted_with_nothing_serving(
@@ -141,7 +141,7 @@ def test_a_retrain_that_loses_to_popularity_is_not_promoted_with_nothing_serving
 ) -> None:
     """The release asset run alone (no blocking check upstream) refuses it by itself."""
     worse = retrains["worse"].report.models
-    assert worse[OURS]["map@10"] < worse["popularity"]["map@10"]
+    assert worse[SERVED]["map@10"] < worse["popularity"]["map@10"]
     result = _promote(base, tmp_path, retrains["worse"], base.tokens)
     outcome = result.output_for_node("promoted_interests")
     assert not outcome.promoted and outcome.current is None
@@ -212,6 +212,11 @@ def _reverse_level0(tree: InterestHierarchy) -> InterestHierarchy:
         ({OURS: {"map@10": 0.02}, GATE: {"map@10": 0.05}}, "does not beat popularity"),
         ({OURS: {"map@10": 0.05}, GATE: {"map@10": 0.05}}, "does not beat popularity"),
         ({OURS: {"map@10": 0.05}, "ease": {"map@10": 0.01}}, "did not score popularity"),
+        # the ranked row beats it, the served model's own score does not: the latter decides
+        (
+            {OURS: {"map@10": 0.2}, SERVED: {"map@10": 0.01}, GATE: {"map@10": 0.05}},
+            "does not beat popularity: map@10 0.0100",
+        ),
     ],
 )
 def test_nothing_serving_still_serves_no_model_that_fails_the_gate(
