@@ -64,7 +64,7 @@ from hier_pipeline.ranker.ranker import (
     Signal,
     TooFewLabels,
 )
-from hier_pipeline.ranking.window import EvaluationWindow, stage_window
+from hier_pipeline.ranking.window import EvaluationWindow, label_window
 
 TOKENS = f"{OURS}_tokens"
 # The ranker's signals (`hier_pipeline.ranker`, module doc): tokens where there is a tree,
@@ -312,47 +312,37 @@ class OurModels:
 
     def ranker(self, name: str, setup: RankerSetup) -> InterestRanker | None:
         """Model `name`'s ranker of `setup`, fitted on [t2 - horizon, t2) from what was known at
-        its start (the users of that window with a target-stage event, at most `max_users`);
-        where that leaves too few relevant candidates (`TooFewLabels`), labelled by the target
-        and the shallower stages' events, one more stage at a time; None where even every stage
-        leaves too few.
-
-        Why the shallower stages. On a small database one window can hold a few dozen target
-        events, too few to fit on, while the clicks and carts of the same users say what they
-        want next: a synthetic world of 200 users had 19 relevant purchase pairs and 205 click
-        or deeper ones (docs/evaluation.md). Adding them last keeps the target's meaning
-        wherever the data allows."""
+        its start (the users of that window with a target-stage event, at most `max_users`; where
+        they hold too few pairs to fit on, the shallower stages' events too, `label_window`);
+        None where even every stage holds too few (`TooFewLabels`)."""
         if (name, setup) not in self._rankers:
             start, comparison = self.as_of - self.horizon, self.comparison
             config = setup.configured(replace(comparison.ranker, seed=comparison.seed))
-            stages = self.graph.metadata.stages
-            fitted: InterestRanker | None = None
-            setting: dict[str, object] = {}
-            for stage in range(len(stages) - 1, -1, -1):
-                window = stage_window(
-                    self.graph, start, self.as_of, comparison.max_users, comparison.seed, stage
-                )
-                ranker = InterestRanker(config)
-                signals = self.signals(name, window.users, start, setup.signals)
-                candidates = ranker.candidates(
-                    self.counts(start), window.users, signals, setup.behavioural
-                )
-                try:
-                    ranker.fit(candidates, window.relevant)
-                except TooFewLabels as error:
-                    setting = {"ranker": f"none, own score: {error}"}
-                    continue
-                fitted, setting = (
-                    ranker,
-                    {
-                        "ranker": "fitted",
-                        "labels": stages[stage:],
-                        "relevant": ranker.fit_relevant,
-                        "leaves": ranker.leaves,
-                        "held_out_map": ranker.held_out_map,
-                    },
-                )
-                break
+            window, stage = label_window(
+                self.graph,
+                start,
+                self.as_of,
+                comparison.max_users,
+                comparison.seed,
+                config.min_relevant,
+            )
+            ranker = InterestRanker(config)
+            signals = self.signals(name, window.users, start, setup.signals)
+            candidates = ranker.candidates(
+                self.counts(start), window.users, signals, setup.behavioural
+            )
+            fitted: InterestRanker | None = ranker
+            try:
+                ranker.fit(candidates, window.relevant)
+                setting: dict[str, object] = {
+                    "ranker": "fitted",
+                    "labels": self.graph.metadata.stages[stage:],
+                    "relevant": ranker.fit_relevant,
+                    "leaves": ranker.leaves,
+                    "held_out_map": ranker.held_out_map,
+                }
+            except TooFewLabels as error:
+                fitted, setting = None, {"ranker": f"none, own score: {error}"}
             if setup == FULL:
                 self.settings[name] = {**setting, "fit_window": [start, self.as_of]}
             self._rankers[name, setup] = fitted

@@ -1,5 +1,5 @@
 """What a model is judged on, and what the ranker fits on: the target-stage events of a time
-window, per user (for a fit, the shallower stages' too where the target's are too few)."""
+window, per user (for a fit, shallower stages' too where the target alone holds too few)."""
 
 from __future__ import annotations
 
@@ -54,3 +54,22 @@ def stage_window(
         position[engaged.edge_index[0, pairs]], engaged.edge_index[1, pairs], len(users), num_items
     )
     return EvaluationWindow(users, relevant, start, end)
+
+
+def label_window(
+    graph: RelationalGraph, start: int, end: int, max_users: int, seed: int, min_pairs: int
+) -> tuple[EvaluationWindow, int]:
+    """The window a learner fits on, and its shallowest stage: the target stage's where it holds
+    `min_pairs` (user, item) pairs, else the target's and the stages above it, one stage more
+    at a time until they do (all stages where none does).
+
+    Why. On a small database the target stage of one window can hold a few dozen purchases,
+    too few to fit on, while the clicks and carts of the same users say what they want next:
+    a synthetic world of 200 users had 19 purchase pairs and 210 click-or-deeper pairs in the
+    window (docs/evaluation.md). Adding the shallower stages last keeps the target's meaning
+    wherever the data allows it."""
+    for stage in range(len(graph.metadata.stages) - 1, -1, -1):
+        window = stage_window(graph, start, end, max_users, seed, stage)
+        if int(window.relevant.counts().sum()) >= min_pairs:
+            break
+    return window, stage

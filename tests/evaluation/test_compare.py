@@ -171,7 +171,7 @@ def test_where_the_window_holds_few_purchases_the_ranker_fits_on_shallower_stage
     compared: Compared,
 ) -> None:
     """The tiny world's fit window holds fewer purchase pairs than the ranker's floor: it learns
-    from them and the shallower stages' until they are enough (`OurModels.ranker`), so our row is
+    from them and the shallower stages' until they hold enough (`label_window`), so our row is
     ranked, not the model's own score (which lost to popularity on small databases)."""
     graph, split = compared.graph, compared.split
     setting = compared.report.settings["hier"]

@@ -11,7 +11,7 @@ from hier_pipeline.evaluation.interest_recommender import RankedRecommender
 from hier_pipeline.ranker.counts import COLD_ITEM, SECONDS_PER_DAY, Counts, FunnelLog
 from hier_pipeline.ranker.ranker import InnerProduct, InterestRanker, RankerConfig, TooFewLabels
 from hier_pipeline.ranking.metrics import PairScores, UserItems
-from hier_pipeline.ranking.window import EvaluationWindow, stage_window, target_window
+from hier_pipeline.ranking.window import EvaluationWindow, label_window, target_window
 
 HORIZON = int(60 * SECONDS_PER_DAY)  # the tiny world: 52 purchases over 176 days
 
@@ -45,26 +45,28 @@ def _fitted(world: tuple, embedding: bool) -> tuple[InterestRanker, EvaluationWi
     return ranker, window
 
 
-def test_a_stage_window_holds_the_pairs_of_that_stage_and_the_deeper_ones(world: tuple) -> None:
-    """`stage_window` (what the ranker fits on when the target's pairs are too few), against
-    the (user, item) pairs counted from the raw log; from the target stage, `target_window`."""
+def test_the_fit_labels_descend_the_funnel_until_they_hold_enough_pairs(world: tuple) -> None:
+    """`label_window`: the target stage where its (user, item) pairs in the window reach the
+    floor, else it and the stages above it, one more at a time; pairs counted from the raw log."""
     graph, log, start = world
     end = start + HORIZON
     inside = (log.time >= start) & (log.time < end)
-    counts = []
-    for stage in range(len(log.stages)):
+
+    def pairs(stage: int) -> int:
         kept = inside & (log.stage >= stage)
-        pairs = set(zip(log.user[kept].tolist(), log.item[kept].tolist(), strict=True))
-        window = stage_window(graph, start, end, 1000, 0, stage)
-        rows, items = window.relevant.rows(0, window.relevant.num_users)
-        found = set(zip(window.users[rows].tolist(), items.tolist(), strict=True))
-        assert found == pairs
-        counts.append(len(pairs))
-    assert counts[0] > counts[1] > counts[log.target] > 0
-    target, expected = (
-        stage_window(graph, start, end, 1000, 0, log.target),
-        target_window(graph, start, end, 1000),
-    )
+        return len(set(zip(log.user[kept].tolist(), log.item[kept].tolist(), strict=True)))
+
+    counts = [pairs(stage) for stage in range(len(log.stages))]
+    assert counts[0] > counts[1] > counts[log.target] > 0  # the floors below tell stages apart
+    chosen = []
+    for floor in (1, counts[log.target] + 1, counts[1] + 1, counts[0] + 1):
+        window, stage = label_window(graph, start, end, 1000, 0, floor)
+        chosen.append(stage)
+        assert stage == max((s for s, n in enumerate(counts) if n >= floor), default=0)
+        assert int(window.relevant.counts().sum()) == counts[stage]
+    assert chosen == [log.target, chosen[1], 0, 0] and 0 < chosen[1] < log.target
+    target, _ = label_window(graph, start, end, 1000, 0, 1)
+    expected = target_window(graph, start, end, 1000)
     assert torch.equal(target.users, expected.users)
     assert torch.equal(target.relevant.items, expected.relevant.items)
 
