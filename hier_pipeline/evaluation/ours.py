@@ -313,8 +313,8 @@ class OurModels:
     def ranker(self, name: str, setup: RankerSetup) -> InterestRanker | None:
         """Model `name`'s ranker of `setup`, fitted on [t2 - horizon, t2) from what was known at
         its start (the users of that window with a target-stage event, at most `max_users`; where
-        they hold too few pairs to fit on, the shallower stages' events too, `label_window`);
-        None where even every stage holds too few (`TooFewLabels`)."""
+        they hold too few pairs to fit on, the deeper stages' events, `label_window`); None where
+        even every stage holds too few (`TooFewLabels`)."""
         if (name, setup) not in self._rankers:
             start, comparison = self.as_of - self.horizon, self.comparison
             config = setup.configured(replace(comparison.ranker, seed=comparison.seed))

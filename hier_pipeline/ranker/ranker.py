@@ -6,10 +6,9 @@ recently they bought the item, whether anyone re-buys it) and the embedding's in
 wins for every user alike. Here a gradient-boosted classifier, fitted on the last window before
 serving, estimates P(target-stage event on the item in the next window) for both kinds of
 candidate from the same features (where that window holds too few target-stage pairs to learn
-from, the caller adds the shallower stages' events: `ranking.window.label_window`); its trees
-split on the user's own figures (how many items, how active lately) too, so how far one user's
-ranking follows history or explores is learned per user: the gate of ReCANet / RepeatNet, fitted
-rather than assumed.
+from, the caller labels it with the deeper stages' events: `ranking.window.label_window`); its trees split on the user's own figures (how many items, how
+active lately) too, so how far one user's ranking follows history or explores is learned per
+user: the gate of ReCANet / RepeatNet, fitted rather than assumed.
 
 Candidates per user: every item of their history, the `popular_candidates` items with the most
 target events lately, and the top `signal_candidates` of each signal: a dense score of every item

@@ -1,5 +1,5 @@
 """What a model is judged on, and what the ranker fits on: the target-stage events of a time
-window, per user (for a fit, shallower stages' too where the target alone holds too few)."""
+window, per user (for a fit, the deeper stages' where the target alone holds too few)."""
 
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def label_window(
     Why. On a small database the target stage of one window can hold a few dozen purchases,
     too few to fit on, while the clicks and carts of the same users say what they want next:
     a synthetic world of 200 users had 19 purchase pairs and 210 click-or-deeper pairs in the
-    window (docs/evaluation.md). Adding the shallower stages last keeps the target's meaning
+    window (docs/evaluation.md). Fitting on the deeper stages first keeps the target's meaning
     wherever the data allows it."""
     for stage in range(len(graph.metadata.stages) - 1, -1, -1):
         window = stage_window(graph, start, end, max_users, seed, stage)

@@ -167,12 +167,12 @@ def test_our_own_score_is_the_full_ranking_of_the_model_as_of_t2(compared: Compa
         assert report.models[NO_RANKER][metric] == pytest.approx(expected[metric], abs=1e-6)
 
 
-def test_where_the_window_holds_few_purchases_the_ranker_fits_on_shallower_stages_too(
+def test_where_the_window_holds_few_purchases_the_ranker_fits_on_deeper_stages_too(
     compared: Compared,
 ) -> None:
     """The tiny world's fit window holds fewer purchase pairs than the ranker's floor: it learns
-    from them and the shallower stages' until they hold enough (`label_window`), so our row is
-    ranked, not the model's own score (which lost to popularity on small databases)."""
+    from the deepest stages that hold enough (`label_window`), so our row is ranked, not the
+    model's own score (which lost to popularity on small databases)."""
     graph, split = compared.graph, compared.split
     setting = compared.report.settings["hier"]
     stages = graph.metadata.stages
