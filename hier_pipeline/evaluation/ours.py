@@ -64,7 +64,7 @@ from hier_pipeline.ranker.ranker import (
     Signal,
     TooFewLabels,
 )
-from hier_pipeline.ranking.window import EvaluationWindow, label_window
+from hier_pipeline.ranking.window import EvaluationWindow, target_window
 
 TOKENS = f"{OURS}_tokens"
 # The ranker's signals (`hier_pipeline.ranker`, module doc): tokens where there is a tree,
@@ -312,21 +312,16 @@ class OurModels:
 
     def ranker(self, name: str, setup: RankerSetup) -> InterestRanker | None:
         """Model `name`'s ranker of `setup`, fitted on [t2 - horizon, t2) from what was known at
-        its start (the users of that window with a target-stage event, at most `max_users`; where
-        they hold too few pairs to fit on, the deeper stages' events, `label_window`); None where
-        even every stage holds too few (`TooFewLabels`)."""
+        its start (the users of that window with a target-stage event, at most `max_users`);
+        None where that window is too small to fit one (`TooFewLabels`)."""
         if (name, setup) not in self._rankers:
             start, comparison = self.as_of - self.horizon, self.comparison
-            config = setup.configured(replace(comparison.ranker, seed=comparison.seed))
-            window, stage = label_window(
-                self.graph,
-                start,
-                self.as_of,
-                comparison.max_users,
-                comparison.seed,
-                config.min_relevant,
+            window = target_window(
+                self.graph, start, self.as_of, comparison.max_users, comparison.seed
             )
-            ranker = InterestRanker(config)
+            ranker = InterestRanker(
+                setup.configured(replace(comparison.ranker, seed=comparison.seed))
+            )
             signals = self.signals(name, window.users, start, setup.signals)
             candidates = ranker.candidates(
                 self.counts(start), window.users, signals, setup.behavioural
@@ -336,7 +331,6 @@ class OurModels:
                 ranker.fit(candidates, window.relevant)
                 setting: dict[str, object] = {
                     "ranker": "fitted",
-                    "labels": self.graph.metadata.stages[stage:],
                     "relevant": ranker.fit_relevant,
                     "leaves": ranker.leaves,
                     "held_out_map": ranker.held_out_map,

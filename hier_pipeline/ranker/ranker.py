@@ -5,8 +5,7 @@ recently they bought the item, whether anyone re-buys it) and the embedding's in
 (interests beyond that history). Added together (the history term of training) "seen before"
 wins for every user alike. Here a gradient-boosted classifier, fitted on the last window before
 serving, estimates P(target-stage event on the item in the next window) for both kinds of
-candidate from the same features (where that window holds too few target-stage pairs to learn
-from, the caller labels it with the deeper stages' events: `ranking.window.label_window`); its trees split on the user's own figures (how many items, how
+candidate from the same features; its trees split on the user's own figures (how many items, how
 active lately) too, so how far one user's ranking follows history or explores is learned per
 user: the gate of ReCANet / RepeatNet, fitted rather than assumed.
 

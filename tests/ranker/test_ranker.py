@@ -11,7 +11,7 @@ from hier_pipeline.evaluation.interest_recommender import RankedRecommender
 from hier_pipeline.ranker.counts import COLD_ITEM, SECONDS_PER_DAY, Counts, FunnelLog
 from hier_pipeline.ranker.ranker import InnerProduct, InterestRanker, RankerConfig, TooFewLabels
 from hier_pipeline.ranking.metrics import PairScores, UserItems
-from hier_pipeline.ranking.window import EvaluationWindow, label_window, target_window
+from hier_pipeline.ranking.window import EvaluationWindow, target_window
 
 HORIZON = int(60 * SECONDS_PER_DAY)  # the tiny world: 52 purchases over 176 days
 
@@ -43,32 +43,6 @@ def _fitted(world: tuple, embedding: bool) -> tuple[InterestRanker, EvaluationWi
     candidates = ranker.candidates(Counts(log, start, HORIZON), window.users, signals)
     ranker.fit(candidates, window.relevant)
     return ranker, window
-
-
-def test_the_fit_labels_descend_the_funnel_until_they_hold_enough_pairs(world: tuple) -> None:
-    """`label_window`: the target stage where its (user, item) pairs in the window reach the
-    floor, else it and the stages above it, one more at a time; pairs counted from the raw log."""
-    graph, log, start = world
-    end = start + HORIZON
-    inside = (log.time >= start) & (log.time < end)
-
-    def pairs(stage: int) -> int:
-        kept = inside & (log.stage >= stage)
-        return len(set(zip(log.user[kept].tolist(), log.item[kept].tolist(), strict=True)))
-
-    counts = [pairs(stage) for stage in range(len(log.stages))]
-    assert counts[0] > counts[1] > counts[log.target] > 0  # the floors below tell stages apart
-    chosen = []
-    for floor in (1, counts[log.target] + 1, counts[1] + 1, counts[0] + 1):
-        window, stage = label_window(graph, start, end, 1000, 0, floor)
-        chosen.append(stage)
-        assert stage == max((s for s, n in enumerate(counts) if n >= floor), default=0)
-        assert int(window.relevant.counts().sum()) == counts[stage]
-    assert chosen == [log.target, chosen[1], 0, 0] and 0 < chosen[1] < log.target
-    target, _ = label_window(graph, start, end, 1000, 0, 1)
-    expected = target_window(graph, start, end, 1000)
-    assert torch.equal(target.users, expected.users)
-    assert torch.equal(target.relevant.items, expected.relevant.items)
 
 
 def test_candidates_are_the_history_the_trend_and_the_embeddings_top(world: tuple) -> None:
