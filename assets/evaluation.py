@@ -6,7 +6,8 @@ it, the release (`promoted_interests`, assets/promotion.py) starts only if it pa
 loses to popularity on the target stage stops the run there and the serving model stays. The
 release asks the report itself too, so a run that selects it alone cannot serve a losing model.
 The gate judges what the release serves, the model's own score (`SERVED`, always scored here),
-not the report's ranked row, which counts carry past popularity whatever the model.
+not the report's ranked row: the ranker is not served, and its counts can carry a randomised
+model past popularity (docs/evaluation.md).
 """
 
 from collections.abc import Iterator

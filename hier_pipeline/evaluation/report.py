@@ -8,6 +8,7 @@ adds what a reader needs to trust them (protocol, tuned settings, user counts, t
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -159,8 +160,12 @@ class EvaluationReport:
         return self.models[model][metric] > self.models[baseline][metric]
 
     def served(self) -> str:
-        """The row the release's gates judge: `SERVED` where the report scored it, else ours."""
-        return SERVED if SERVED in self.models else OURS
+        return served_row(self.models)
+
+
+def served_row(models: Mapping[str, object]) -> str:
+    """The row the release's gates judge among `models`: `SERVED` where scored, else ours."""
+    return SERVED if SERVED in models else OURS
 
 
 def _sortable(value: float | None) -> float:

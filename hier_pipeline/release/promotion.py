@@ -1,9 +1,10 @@
 """Releasing a model: its tree, tokens and checkpoint replace the serving ones (`serving.py`) only
 if its evaluation beats the gate baseline (popularity) on the target metric and is not worse than
 the serving model's, beyond a tolerance. The figure judged is the served model's own score
-(`SERVED`) where the evaluation scored it, else our row (`OURS`). Otherwise the serving folder stays as it was, and the
-caller marks the run. The gate is checked here, not only by the evaluation's blocking check, so
-a release run on its own cannot serve a model that loses to popularity.
+(`served_row`: `SERVED` where the evaluation scored it, else our row). Otherwise the serving
+folder stays as it was, and the caller marks the run. The gate is checked here, not only by
+the evaluation's blocking check, so a release run on its own cannot serve a model that loses to
+popularity.
 
 Token ids of the new tree are matched to the serving tree's (`interests/matching.py`) before the
 swap, so a retrain renames only the interests whose meaning changed.
@@ -21,7 +22,7 @@ from typing import Any
 import pandas as pd
 import torch
 
-from hier_pipeline.evaluation.report import GATE, OURS, SERVED
+from hier_pipeline.evaluation.report import GATE, served_row
 from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.interests.artifact import (
     HIERARCHY_FILE,
@@ -69,10 +70,9 @@ def promote(
     manifest: dict[str, Any],
 ) -> Promotion:
     """Serve `model` and `tokens` from `folder` if the evaluation's figures (`models`, name ->
-    metric -> value, the served row under `SERVED` or ours under `OURS`) pass `verdict`; else
-    leave `folder` as is."""
+    metric -> value, judged on `served_row`) pass `verdict`; else leave `folder` as is."""
     previous = read_manifest(folder)
-    judged = models.get(SERVED, models[OURS])
+    judged = models[served_row(models)]
     candidate = float(judged[config.metric])
     gate = models.get(config.gate, {}).get(config.metric)
     gate = None if gate is None else float(gate)
