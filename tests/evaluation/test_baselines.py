@@ -8,6 +8,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 import torch
+from torch_geometric.nn.conv.gcn_conv import gcn_norm
+from torch_geometric.nn.models import LightGCN
 
 from hier_pipeline.evaluation.baselines import (
     EASE,
@@ -24,6 +26,7 @@ from hier_pipeline.evaluation.baselines import (
 )
 from hier_pipeline.evaluation.baselines.evaluate import FIT_BUDGET, tuning_grid
 from hier_pipeline.evaluation.baselines.interactions import DAY
+from hier_pipeline.evaluation.baselines.lightgcn import propagate, symmetric_adjacency
 from hier_pipeline.evaluation.baselines.profiles import (
     NEGATIVE_WEIGHTS,
     STAGE_RATIOS,
@@ -262,6 +265,27 @@ def test_content_knn_neighbour_form_passes_weight_to_the_nearest_items_only() ->
     torch.testing.assert_close(one.score(torch.tensor([0]))[0], torch.tensor([1.0, 0, 0.5, 0]))
 
 
+def test_lightgcn_propagation_matches_pygs_in_values_and_gradients() -> None:
+    torch.manual_seed(0)
+    user, item = torch.randint(5, (30,)), torch.randint(5, 12, (30,))
+    weight = torch.rand(30) + 0.1
+    pairs = torch.unique(torch.stack([user, item]), dim=1)  # one edge per pair, as `confidence`
+    weight = weight[: pairs.shape[1]]
+    model = LightGCN(12, 4, num_layers=3, normalize=False)  # PyG: the weights as given
+    edge_index, edge_weight = gcn_norm(
+        torch.cat([pairs, pairs.flip(0)], dim=1), weight.repeat(2), 12, add_self_loops=False
+    )
+    expected = model.get_embedding(edge_index, edge_weight)
+    (expected * torch.arange(4.0)).sum().backward()
+    assert model.embedding.weight.grad is not None
+    expected_grad = model.embedding.weight.grad.clone()
+    model.zero_grad()
+    actual = propagate(model, symmetric_adjacency(pairs[0], pairs[1], weight, 12))
+    (actual * torch.arange(4.0)).sum().backward()
+    torch.testing.assert_close(actual, expected)
+    torch.testing.assert_close(model.embedding.weight.grad, expected_grad)
+
+
 def test_lightgcn_learns_two_communities_and_is_deterministic() -> None:
     # Users 0-3 like items 0-3, users 4-7 items 4-7; each user misses one item of their group.
     rows = [
@@ -292,6 +316,35 @@ def test_lightgcn_learns_two_communities_and_is_deterministic() -> None:
         missing = group[user % 4]
         others = [i for i in range(8) if i not in group]
         assert scores[user, missing] > scores[user, others].max()
+
+
+def test_lightgcn_repeat_weight_adds_own_items_on_the_fit_it_shares() -> None:
+    rows = [(u, i, 1.0, 1) for u in range(4) for i in range(4) if u != i]  # user u misses item u
+    history = events(rows, 4, 5)
+    memo = Memo()
+
+    def fitted(repeat_weight: float) -> LightGCNRecommender:
+        model = LightGCNRecommender(
+            torch.zeros(5, dtype=torch.long),
+            dim=8,
+            budget=FitBudget(steps=30),
+            batch_size=32,
+            learning_rate=0.1,
+            repeat_weight=repeat_weight,
+            memo=memo,
+        )
+        model.fit(history)
+        return model
+
+    plain, blended = fitted(0.0), fitted(4.0)
+    assert blended.users is plain.users and blended.items is plain.items  # one fit for both
+    users = torch.arange(4)
+    base, scores = plain.score(users), blended.score(users)
+    own = history.confidence().dense(users)
+    spread = base.std(dim=1, keepdim=True)
+    torch.testing.assert_close(scores, base + 4.0 * spread * own)
+    for user in range(4):  # every item the user had now ranks above the one they missed
+        assert scores[user, [i for i in range(4) if i != user]].min() > scores[user, user]
 
 
 def test_tune_keeps_the_setting_best_on_the_window() -> None:

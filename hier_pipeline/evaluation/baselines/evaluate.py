@@ -99,7 +99,9 @@ def _content_knn(context: Context, setting: Setting) -> Recommender:
 
 def _lightgcn(context: Context, setting: Setting) -> Recommender:
     item_time = context.graph.data[context.graph.metadata.item_type].time
-    return LightGCNRecommender(item_time, budget=context.budget, seed=context.seed, **setting)
+    return LightGCNRecommender(
+        item_time, budget=context.budget, seed=context.seed, memo=context.memo, **setting
+    )
 
 
 def _graphsage(context: Context, setting: Setting) -> Recommender:
@@ -113,9 +115,10 @@ def _sasrec(context: Context, setting: Setting) -> Recommender:
 
 
 # Own axes: orders that make consecutive settings share a memo (ItemKNN's deepest neighbour
-# count first; EASE's lambda before the blend). EASE's lambda spans 0.1-1000: without a buy-again
-# term an independent implementation found 0.2-5 best on Complete Journey and a collapse at >= 100;
-# with it, validation MAP@10 there is flat over the range (docs/evaluation.md).
+# count first; EASE's lambda and LightGCN's depth before the blend). EASE's lambda spans
+# 0.1-1000: without a buy-again term an independent implementation found 0.2-5 best on Complete
+# Journey and a collapse at >= 100; with it, validation MAP@10 there is flat over the range
+# (docs/evaluation.md).
 BASELINES: dict[str, Baseline] = {
     "popularity": Baseline(
         lambda _, s: Popularity(**s), profiled_grid({"window_days": (7.0, 14.0, 28.0, 56.0, None)})
@@ -144,7 +147,11 @@ BASELINES: dict[str, Baseline] = {
             {"neighbours": (200, 10, None), "half_life_days": (7.0, 30.0, None)}, negatives=True
         ),
     ),
-    "lightgcn": Baseline(_lightgcn, profiled_grid({"num_layers": (1, 2, 3)}), trained=True),
+    "lightgcn": Baseline(
+        _lightgcn,
+        profiled_grid({"num_layers": (1, 2, 3), "repeat_weight": (0.0, 1.0, 4.0, 16.0)}),
+        trained=True,
+    ),
     "graphsage": Baseline(
         _graphsage, profiled_grid({"temperature": (0.05, 0.1, 0.2)}), trained=True
     ),
