@@ -36,11 +36,14 @@ def main() -> int:
 def run(arguments: argparse.Namespace, work: Path) -> int:
     import torch
     from torch import Tensor
-    from torch_geometric.nn.conv.gcn_conv import gcn_norm
     from torch_geometric.nn.models import LightGCN
 
     from hier_pipeline.evaluation.baselines.interactions import Interactions
-    from hier_pipeline.evaluation.baselines.lightgcn import propagate, symmetric_adjacency
+    from hier_pipeline.evaluation.baselines.lightgcn import (
+        normalised_edges,
+        propagate,
+        symmetric_adjacency,
+    )
     from hier_pipeline.evaluation.baselines.profiles import profile_of
     from hier_pipeline.pipeline.prepare import prepare
     from hier_pipeline.synthetic import SyntheticConfig, generate_world
@@ -54,12 +57,7 @@ def run(arguments: argparse.Namespace, work: Path) -> int:
     positive = pairs.value > 0
     user, item = pairs.user[positive], pairs.item[positive] + history.num_users
     weight, num_nodes = pairs.value[positive], history.num_users + history.num_items
-    edge_index, edge_weight = gcn_norm(
-        torch.stack([torch.cat([user, item]), torch.cat([item, user])]),
-        weight.repeat(2),
-        num_nodes=num_nodes,
-        add_self_loops=False,
-    )
+    edge_index, edge_weight = normalised_edges(user, item, weight, num_nodes)
     adjacency = symmetric_adjacency(user, item, weight, num_nodes)
 
     def train(embed: Callable[[LightGCN], Tensor]) -> tuple[float, Tensor]:

@@ -51,15 +51,23 @@ def propagate(model: LightGCN, adjacency: Tensor) -> Tensor:
     return out
 
 
-def symmetric_adjacency(user: Tensor, item: Tensor, weight: Tensor, num_nodes: int) -> Tensor:
+def normalised_edges(
+    user: Tensor, item: Tensor, weight: Tensor, num_nodes: int
+) -> tuple[Tensor, Tensor]:
     """The weighted user-item graph, both directions, symmetrically normalised (D^-1/2 A D^-1/2),
-    as a CSR matrix. Shapes: user, item, weight [E] (item ids offset past the users)."""
-    edge_index, edge_weight = gcn_norm(
+    as PyG's (edge_index, edge_weight). Shapes: user, item, weight [E] (item ids offset past the
+    users) -> [2, 2E], [2E]."""
+    return gcn_norm(
         torch.stack([torch.cat([user, item]), torch.cat([item, user])]),
         weight.repeat(2),
         num_nodes=num_nodes,
         add_self_loops=False,
     )
+
+
+def symmetric_adjacency(user: Tensor, item: Tensor, weight: Tensor, num_nodes: int) -> Tensor:
+    """`normalised_edges` as a CSR matrix [num_nodes, num_nodes], what `propagate` reads."""
+    edge_index, edge_weight = normalised_edges(user, item, weight, num_nodes)
     with warnings.catch_warnings():  # torch's notices: CSR "in beta", invariants unchecked
         warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
         warnings.filterwarnings("ignore", "Sparse invariant checks are implicitly disabled")
