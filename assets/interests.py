@@ -43,12 +43,13 @@ def interest_hierarchy(
 ) -> dg.Output[HierarchyArtifact]:
     """Interest primitives at L levels as a tree of semantic IDs: the finest level quantises each
     item's content fused with its embedding, each coarser level merges the interests below it
-    that the same users engage with (each finer primitive has one parent; centroids live in the
-    entities' space), and the interest super-graph: primitives as nodes, PMI-weighted
-    co-engagement edges from the funnel events (deeper stages weigh more) plus parent -> child
-    edges. Where a tree from another model is served, the new one is refitted from it, so that
-    its tokens keep their meaning (the release counts the ids kept). Its density is compared with the raw user-item
-    graph's, and its stability with a tree grown from another seed."""
+    by their content, or by the users who engage with them where held-out events clearly say so
+    (each finer primitive has one parent; centroids live in the entities' space), and the
+    interest super-graph: primitives as nodes, PMI-weighted co-engagement edges from the funnel
+    events (deeper stages weigh more) plus parent -> child edges. Where a tree from another
+    model is served, the new one is refitted from it, so that its tokens keep their meaning
+    (the release counts the ids kept). Its density is compared with the raw user-item graph's,
+    and its stability with a tree grown from another seed."""
     from hier_pipeline.interests.build import build_interest_hierarchy
     from hier_pipeline.interests.entities import primary_keys
     from hier_pipeline.interests.matching import load_serving_members

@@ -130,6 +130,7 @@ def _figures(prepared: Any, vectors: dict, truth: Any, weight: float, end: int) 
         }
         out[f"seed{seed}"] = {
             "sizes": tree.primitives_per_level(),
+            "merge_share": tree.merge_share,
             "largest_level0_share": round(float(tree.sizes()[: tree.offsets[1]].max()) / items, 3),
             **{
                 f"{name}_recall@{K}": round(

@@ -30,7 +30,7 @@ from torch import Tensor
 from hier_pipeline.interests.codebook import ItemCodebook
 from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.fusion import ItemFusion
-from hier_pipeline.interests.growth import grow_labels, nested_tree
+from hier_pipeline.interests.growth import grow_labels, nested_tree, warm_labels
 from hier_pipeline.interests.kmeans import KMeansConfig, one_thread
 
 CHUNK = 4096  # entities scored at once: CHUNK x primitives similarities in memory
@@ -47,8 +47,13 @@ class HierarchyConfig:
     # Share of the tree's metric taken by content (`fusion.py`); ignored without content.
     content_weight: float = 0.8
     # Co-engagement's shares of the coarser levels' merge profile to choose from on held-out
-    # events (`merge.py`; the rest is content); the first where they cannot choose.
-    merge_shares: tuple[float, ...] = (1.0, 0.5, 0.0)
+    # events (`merge.py`; the rest is content): content alone, the same for every training
+    # seed, unless co-engagement alone retrieves clearly better (a blend, 0.5, was never
+    # clearly better than both and flipped with the training seed on the synthetic world).
+    merge_shares: tuple[float, ...] = (0.0, 1.0)
+    # A refit from the serving tree keeps an item in its code unless another fits it by more
+    # than this (cosine in the fused space; `growth.warm_labels`).
+    refit_margin: float = 0.02
 
 
 def level_sizes(num_items: int, config: HierarchyConfig) -> tuple[int, ...]:
@@ -158,10 +163,13 @@ def build_hierarchy(
     fused = fusion(items, content)
     generator = torch.Generator().manual_seed(config.seed)
     with one_thread():
-        sizes = level_sizes(len(items), config)
-        labels, share = grow_labels(
-            fused, sizes, events, generator, config.kmeans, config.merge_shares, previous
-        )
+        if previous is None:
+            sizes = level_sizes(len(items), config)
+            labels, share = grow_labels(
+                fused, sizes, events, generator, config.kmeans, config.merge_shares
+            )
+        else:
+            labels, share = warm_labels(fused, previous, config.kmeans, config.refit_margin), None
     parent, offsets, members = nested_tree(labels)
     first, codes = offsets[-2], offsets[-1] - offsets[-2]
     return InterestHierarchy(

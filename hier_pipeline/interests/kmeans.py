@@ -67,7 +67,7 @@ def spherical_kmeans(
         starts = [
             _kmeans_plus_plus(x, k, generator) for _ in range(config.restarts if k > 1 else 1)
         ]
-    cap = _cap(len(x), k, config.capacity)
+    cap = capacity_limit(len(x), k, config.capacity)
     best: tuple[float, Tensor] | None = None
     for initial in starts:
         centroids = _lloyd(x, initial, config.iterations, cap)
@@ -99,7 +99,8 @@ def capped_argmax(similarity: Tensor, cap: int) -> Tensor:
         labels = similarity.masked_fill(blocked, -torch.inf).argmax(dim=1)
 
 
-def _cap(n: int, k: int, capacity: float | None) -> int:
+def capacity_limit(n: int, k: int, capacity: float | None) -> int:
+    """The most of `n` points one of `k` clusters may hold (`KMeansConfig.capacity`)."""
     return n if capacity is None else max(math.ceil(capacity * n / k), math.ceil(n / k))
 
 

@@ -1,5 +1,6 @@
 """What the coarser levels merge on, chosen on held-out events: co-engagement where the events
-group the fine interests and the content does not, content where it is the other way round."""
+group the fine interests and the content does not, content where it is the other way round or
+where the events cannot tell."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from hier_pipeline.interests.merge import choose_share
 from hier_pipeline.interests.quality import level_agreement
 from tests.interests.planted import planted_vectors
 
-SHARES = (1.0, 0.5, 0.0)
+SHARES = HierarchyConfig().merge_shares  # content first
 FINE, GROUPS, PER_FINE = 24, 4, 5
 
 
@@ -63,6 +64,25 @@ def test_the_merge_follows_content_where_each_user_engages_with_one_fine_interes
     tree = build_hierarchy(x, HierarchyConfig(sizes=(GROUPS, FINE)), events=events)
     assert tree.merge_share == share
     assert level_agreement(tree.members[:, 0], coarse)["ari"] == 1.0
+
+
+def test_where_the_events_cannot_tell_the_merges_apart_content_merges() -> None:
+    """Users who engage with fine interests at random, before and after the cut: no merge
+    retrieves the later events better, so the coarse levels follow what the items are, which
+    a retrain does not change."""
+    x, truth = planted_vectors(branching=(GROUPS, FINE // GROUPS), per_leaf=PER_FINE)
+    generator = torch.Generator().manual_seed(1)
+    rows = [
+        (user, int(item), 0, time)
+        for user in range(120)
+        for time in (0, 0, 0, 100)
+        for item in torch.randint(len(x), (1,), generator=generator)
+    ]
+    events = FunnelEvents(*(torch.tensor(column) for column in zip(*rows, strict=True)))
+    assert _choice(x, events)[0] == 0.0
+    tree = build_hierarchy(x, HierarchyConfig(sizes=(GROUPS, FINE)), events=events)
+    assert tree.merge_share == 0.0
+    assert level_agreement(tree.members[:, 0], truth[:, 0])["ari"] == 1.0
 
 
 def test_without_held_out_events_the_first_share_merges() -> None:
