@@ -18,18 +18,16 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tempfile
 import time
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
-from harness import write_results
+from harness import dataset_parser, run_prepared, write_results
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", nargs="?", type=Path)
-    parser.add_argument("--work", type=Path, help="keep the database and content cache here")
+    parser = dataset_parser(__doc__)
     parser.add_argument("--names", help="comma-separated baselines (default: all)")
     parser.add_argument("--max-users", type=int, default=1000)
     parser.add_argument("--steps", type=int, default=1000, help="per fit of a trained baseline")
@@ -42,25 +40,17 @@ def main() -> int:
         "--threads", type=int, default=1, help="torch intra-op threads (1: no OpenMP contention)"
     )
     arguments = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-baselines-") as scratch:
-        return run(arguments, arguments.work or Path(scratch))
-
-
-def run(arguments: argparse.Namespace, work: Path) -> int:
     import torch
 
+    torch.set_num_threads(arguments.threads)
+    return run_prepared(arguments, run)
+
+
+def run(arguments: argparse.Namespace, prepared: Any) -> int:
     from hier_pipeline.evaluation.baselines import BASELINES, FitBudget, evaluate_baselines
     from hier_pipeline.evaluation.compare import data_end
     from hier_pipeline.graph.split import TemporalSplit
-    from hier_pipeline.pipeline.prepare import prepare
-    from hier_pipeline.synthetic import SyntheticConfig, generate_world
 
-    torch.set_num_threads(arguments.threads)
-    work.mkdir(parents=True, exist_ok=True)
-    folder = arguments.dataset or generate_world(work / "world", SyntheticConfig(scale=1.0))
-    started = time.perf_counter()
-    prepared = prepare(folder, work, work / "content_cache")
-    print(f"prepared in {time.perf_counter() - started:.0f} s", flush=True)
     names = arguments.names.split(",") if arguments.names else list(BASELINES)
     split = TemporalSplit(prepared.split.t2, data_end(prepared.graph))
     cpu_marks = [

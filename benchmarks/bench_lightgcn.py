@@ -13,45 +13,40 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from harness import write_results
+from harness import dataset_parser, run_prepared, write_results
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", nargs="?", type=Path)
-    parser.add_argument("--work", type=Path, help="keep the database and content cache here")
+    parser = dataset_parser(__doc__)
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=1)
     arguments = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-lightgcn-") as scratch:
-        return run(arguments, arguments.work or Path(scratch))
+    import torch
+
+    torch.set_num_threads(arguments.threads)
+    return run_prepared(arguments, run)
 
 
-def run(arguments: argparse.Namespace, work: Path) -> int:
+def run(arguments: argparse.Namespace, prepared: Any) -> int:
     import torch
     from torch import Tensor
     from torch_geometric.nn.models import LightGCN
 
     from hier_pipeline.evaluation.baselines.interactions import Interactions
     from hier_pipeline.evaluation.baselines.lightgcn import (
+        bpr_step,
         normalised_edges,
         propagate,
         symmetric_adjacency,
     )
     from hier_pipeline.evaluation.baselines.profiles import profile_of
-    from hier_pipeline.pipeline.prepare import prepare
-    from hier_pipeline.synthetic import SyntheticConfig, generate_world
 
-    torch.set_num_threads(arguments.threads)
-    work.mkdir(parents=True, exist_ok=True)
-    folder = arguments.dataset or generate_world(work / "world", SyntheticConfig(scale=1.0))
-    prepared = prepare(folder, work, work / "content_cache")
     history = Interactions.from_graph(prepared.graph, prepared.split.t1)
     pairs = history.with_profile(profile_of({"profile": "all"})).confidence()
     positive = pairs.value > 0
@@ -69,17 +64,7 @@ def run(arguments: argparse.Namespace, work: Path) -> int:
         for _ in range(arguments.steps):
             batch = torch.randint(len(user), (2048,), generator=generator)
             negative = torch.randint(history.num_users, num_nodes, (2048,), generator=generator)
-            embedding = embed(model)
-            anchor = embedding[user[batch]]
-            loss = model.recommendation_loss(
-                (anchor * embedding[item[batch]]).sum(-1),
-                (anchor * embedding[negative]).sum(-1),
-                node_id=torch.cat([user[batch], item[batch], negative]),
-                lambda_reg=1e-4,
-            )
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            bpr_step(model, optimizer, embed(model), user[batch], item[batch], negative, 1e-4)
         seconds = (time.perf_counter() - started) / arguments.steps
         with torch.no_grad():
             return seconds, embed(model)

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness import write_results
+from harness import dataset_parser, run_prepared, write_results
 
 
 def variants(base: Any) -> dict[str, Any]:
@@ -50,34 +49,24 @@ def variants(base: Any) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("dataset", nargs="?", type=Path)
+    parser = dataset_parser(__doc__)
     parser.add_argument("--minutes", type=float, help="training budget per variant")
     parser.add_argument("--epochs", type=int, default=4)
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--variants", default="full,hgt,no_bias,no_primitives,no_distill")
-    parser.add_argument("--work", type=Path, help="keep the database and content cache here")
     parser.add_argument("--embeddings", type=Path, help="save each variant's entity embeddings")
     arguments = parser.parse_args()
-    with tempfile.TemporaryDirectory(prefix="bench-model-") as scratch:
-        return run(arguments, arguments.work or Path(scratch))
+    return run_prepared(arguments, run)
 
 
-def run(arguments: argparse.Namespace, work: Path) -> int:
+def run(arguments: argparse.Namespace, prepared: Any) -> int:
     from hier_pipeline.evaluation.baselines import popularity_metrics
     from hier_pipeline.model.embeddings import embed_entities
     from hier_pipeline.model.train import train_model
     from hier_pipeline.model.train_config import TrainConfig
-    from hier_pipeline.pipeline.prepare import prepare
     from hier_pipeline.ranking.window import target_window
-    from hier_pipeline.synthetic import SyntheticConfig, generate_world
 
-    work.mkdir(parents=True, exist_ok=True)
-    folder = arguments.dataset or generate_world(work / "world", SyntheticConfig(scale=1.0))
-    started = time.perf_counter()
-    prepared = prepare(folder, work, work / "content_cache")
-    print(f"prepared in {time.perf_counter() - started:.0f} s")
     budget = None if arguments.minutes is None else 60.0 * arguments.minutes
     epochs = 1000 if budget is not None else arguments.epochs  # the budget ends it
     base = TrainConfig(

@@ -1,12 +1,15 @@
 """Shared by the benchmark scripts: run one step in a fresh process, so that its peak memory and
-CPU time are its own, and write results where the README points."""
+CPU time are its own; prepare the dataset a benchmark runs on; write results where the README
+points."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import multiprocessing
 import queue as queues
 import resource
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -61,3 +64,32 @@ def write_results(name: str, results: dict[str, Any], folder: Path = RESULTS) ->
     print(json.dumps(results, indent=2))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{name}.json").write_text(json.dumps(results, indent=2))
+
+
+def dataset_parser(doc: str) -> argparse.ArgumentParser:
+    """A parser with the arguments of a benchmark on one dataset (`run_prepared`): DATASET_DIR
+    (default: the synthetic world at scale 1) and --work; `doc`'s first line describes it."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    parser.add_argument("dataset", nargs="?", type=Path)
+    parser.add_argument("--work", type=Path, help="keep the database and content cache here")
+    return parser
+
+
+def run_prepared(
+    arguments: argparse.Namespace, run: Callable[[argparse.Namespace, Any], int]
+) -> int:
+    """`run(arguments, prepared)` on `arguments.dataset` prepared in `arguments.work` (default: a
+    temporary folder; the synthetic world at scale 1 is generated there when no dataset is
+    given). Prints how long preparing took: a first run encodes every text, a later one with
+    the same --work reads the cache."""
+    from hier_pipeline.pipeline.prepare import prepare
+    from hier_pipeline.synthetic import SyntheticConfig, generate_world
+
+    with tempfile.TemporaryDirectory(prefix="bench-") as scratch:
+        work = arguments.work or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        folder = arguments.dataset or generate_world(work / "world", SyntheticConfig(scale=1.0))
+        started = time.perf_counter()
+        prepared = prepare(folder, work, work / "content_cache")
+        print(f"prepared in {time.perf_counter() - started:.0f} s", flush=True)
+        return run(arguments, prepared)

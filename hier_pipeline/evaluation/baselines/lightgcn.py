@@ -74,6 +74,30 @@ def symmetric_adjacency(user: Tensor, item: Tensor, weight: Tensor, num_nodes: i
         return to_torch_csr_tensor(edge_index, edge_weight, size=(num_nodes, num_nodes))
 
 
+def bpr_step(
+    model: LightGCN,
+    optimizer: torch.optim.Optimizer,
+    embedding: Tensor,
+    user: Tensor,
+    item: Tensor,
+    negative: Tensor,
+    l2: float,
+) -> None:
+    """One optimiser step of BPR on this step's propagated `embedding` ([N, dim]): each user
+    ranks its item above its negative (node ids [B] each), `l2` on the batch's own embeddings
+    (PyG's `recommendation_loss`)."""
+    anchor = embedding[user]
+    loss = model.recommendation_loss(
+        (anchor * embedding[item]).sum(-1),
+        (anchor * embedding[negative]).sum(-1),
+        node_id=torch.cat([user, item, negative]),
+        lambda_reg=l2,
+    )
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+
+
 class LightGCNRecommender:
     """score(u, i) = <e_u, e_i> + repeat_weight x sd_u x c_ui: the layer-averaged propagated
     embeddings, plus the user's own confidence c_ui (buy again, as EASE's `repeat_weight` and
@@ -142,16 +166,7 @@ class LightGCNRecommender:
                 torch.randint(len(known_items), (self.batch_size,), generator=generator)
             ]
             embedding = propagate(model, adjacency)
-            anchor, positive = embedding[user[batch]], embedding[item[batch]]
-            loss = model.recommendation_loss(
-                (anchor * positive).sum(-1),
-                (anchor * embedding[negative]).sum(-1),
-                node_id=torch.cat([user[batch], item[batch], negative]),
-                lambda_reg=self.l2,
-            )
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            bpr_step(model, optimizer, embedding, user[batch], item[batch], negative, self.l2)
         with torch.no_grad():
             embedding = propagate(model, adjacency)
         return embedding[: history.num_users], embedding[history.num_users :]
