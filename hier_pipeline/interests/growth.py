@@ -83,11 +83,12 @@ def finest_codes(
     return labels
 
 
-def warm_labels(fused: Tensor, previous: Tensor, config: KMeansConfig, margin: float) -> Tensor:
+def warm_labels(fused: Tensor, previous: Tensor, capacity: float | None, margin: float) -> Tensor:
     """The serving tree refitted to new vectors: each of its finest codes is re-centred on its
     items' new fused vectors (the embedding space of a retrained model is another space, the
     items are the same), every item goes to its best code with room (`capped_argmax`) but stays
-    in its serving code unless the best fits it by more than `margin` cosine, and every code
+    in its serving code unless the best fits it by more than `margin` cosine (`capacity`: as
+    `KMeansConfig.capacity`; an item kept by the margin may overfill its code), and every code
     keeps its place under the serving tree's coarser primitives. Items the serving tree did not
     have take their best code. So a token keeps its members, and its meaning, unless the new
     vectors clearly move them, and a coarse level changes only as far as its codes' items do
@@ -96,8 +97,8 @@ def warm_labels(fused: Tensor, previous: Tensor, config: KMeansConfig, margin: f
 
     Why one assignment with a margin, not k-means run on from the serving codes: on Complete
     Journey, a retrain on 1% more events with another training seed's model kept 91% of the
-    finest ids (Jaccard >= 0.5) after 50 Lloyd iterations, 94% after one, 98.5% with a margin of
-    0.02, AMI against the catalogue's taxonomy unchanged (docs/interests.md). A retrained
+    finest ids (Jaccard >= 0.5) after 50 Lloyd iterations, 93% after one, 98.5% with a margin of
+    0.02 (co-engagement merges), AMI against the catalogue's taxonomy unchanged (docs/interests.md). A retrained
     model's vectors differ everywhere a little; iterations let those small moves add up.
 
     Shapes: fused [N, D], previous [N, L] -> [N, L].
@@ -111,7 +112,7 @@ def warm_labels(fused: Tensor, previous: Tensor, config: KMeansConfig, margin: f
         torch.zeros(len(codes), fused.shape[1]).index_add_(0, old, fused[known]), dim=1
     )
     similarity = fused @ centroids.T
-    best = capped_argmax(similarity, capacity_limit(len(fused), len(codes), config.capacity))
+    best = capped_argmax(similarity, capacity_limit(len(fused), len(codes), capacity))
     own = torch.full_like(best, -1)
     own[known] = old
     own_fit = similarity.gather(1, own.clamp_min(0)[:, None]).squeeze(1)

@@ -162,6 +162,7 @@ def build_hierarchy(
     fusion = ItemFusion.of(content, config.content_weight)
     fused = fusion(items, content)
     generator = torch.Generator().manual_seed(config.seed)
+    share: float | None = None  # a refit keeps the serving tree's coarse levels: no merge
     with one_thread():
         if previous is None:
             sizes = level_sizes(len(items), config)
@@ -169,7 +170,7 @@ def build_hierarchy(
                 fused, sizes, events, generator, config.kmeans, config.merge_shares
             )
         else:
-            labels, share = warm_labels(fused, previous, config.kmeans, config.refit_margin), None
+            labels = warm_labels(fused, previous, config.kmeans.capacity, config.refit_margin)
     parent, offsets, members = nested_tree(labels)
     first, codes = offsets[-2], offsets[-1] - offsets[-2]
     return InterestHierarchy(
