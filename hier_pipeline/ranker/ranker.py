@@ -20,6 +20,12 @@ at the second stage): signals learned from events (`behavioural`, e.g. the embed
 an item without a positive event, where they say nothing reliable, so such an item is ranked by
 its content signals and the user's figures; and in the fit a `cold_item_rate` share of items is
 shown, to the users who had not met them, as if new (`fit_features`), labels kept.
+
+One score from several fits. The trees' size is chosen on held-out users (`leaf_grid`, k folds),
+which fits the chosen size once per fold; the score is the mean probability of those k fits and
+the fit on the whole window. Why: one fit's early stopping and size choice move with small
+changes of its input (a feature more, another seed), by as much as the differences measured
+between rankers; the mean of fits on different users moves less, and costs no extra fit.
 """
 
 from __future__ import annotations
@@ -101,7 +107,8 @@ class InterestRanker:
 
     def __init__(self, config: RankerConfig = RankerConfig()) -> None:
         self.config = config
-        self.classifier: HistGradientBoostingClassifier | None = None
+        # the fit on the whole window, then the selection's fits of the chosen size (module doc)
+        self.classifiers: list[HistGradientBoostingClassifier] = []
         self.fit_relevant = 0  # relevant candidates of the fit window
         self.leaves = config.leaf_grid[-1]  # the trees' size the fit chose
         self.held_out_map: dict[int, float] = {}  # size -> its mean held-out MAP@k
@@ -164,8 +171,9 @@ class InterestRanker:
             )
         self.fit_relevant = int(labels.sum())
         features = self.fit_features(candidates)
-        self.leaves = self._choose_leaves(candidates, features, labels, relevant)
-        self.classifier = self._classifier(self.leaves).fit(features, labels)
+        self.leaves, held_out_fits = self._choose_leaves(candidates, features, labels, relevant)
+        whole = _fitted(self._classifier(self.leaves), features, labels)
+        self.classifiers = [whole, *held_out_fits]
 
     def _classifier(self, leaves: int) -> HistGradientBoostingClassifier:
         config = self.config
@@ -186,35 +194,38 @@ class InterestRanker:
         features: np.ndarray,
         labels: np.ndarray,
         relevant: UserItems,
-    ) -> int:
+    ) -> tuple[int, list[HistGradientBoostingClassifier]]:
         """The `leaf_grid` size with the best mean MAP@k over held-out users (`selection.py`):
         fitted on the other folds' `features` (items shown as new included), scored on the
-        held-out fold's candidates as serving sees them. Ties: the smaller trees."""
+        held-out fold's candidates as serving sees them. Ties: the smaller trees. Returns the
+        size and its fits, one per fold."""
         config = self.config
         if len(config.leaf_grid) == 1:
-            return config.leaf_grid[0]
+            return config.leaf_grid[0], []
         rows, items = candidates.rows.numpy(), candidates.items.numpy()
         fold_of_user = user_folds(relevant.num_users, config.selection_folds, config.seed)
         fold = fold_of_user[rows]
         held_out: dict[int, list[float]] = {leaves: [] for leaves in config.leaf_grid}
+        fits: dict[int, list[HistGradientBoostingClassifier]] = {s: [] for s in config.leaf_grid}
         for k in range(config.selection_folds):
             fit, held = fold != k, fold == k
             if not labels[fit].any() or labels[fit].all():
                 continue
             users = np.flatnonzero(fold_of_user == k)
             for leaves in config.leaf_grid:
-                classifier = self._classifier(leaves).fit(features[fit], labels[fit])
+                classifier = _fitted(self._classifier(leaves), features[fit], labels[fit])
                 scores = classifier.predict_proba(candidates.features[held])[:, 1]
                 figure = candidate_map(
                     rows[held], items[held], scores, relevant, users, config.selection_k
                 )
                 held_out[leaves].append(figure)
+                fits[leaves].append(classifier)
         self.held_out_map = {
             leaves: float(np.nanmean(figures)) if figures else float("nan")
             for leaves, figures in held_out.items()
         }
         best = max(self.held_out_map.items(), key=lambda pair: np.nan_to_num(pair[1], nan=-1.0))
-        return best[0]
+        return best[0], fits[best[0]]
 
     def fit_features(self, candidates: Candidates) -> np.ndarray:
         """What the fit sees: the features with a `cold_item_rate` share of items, drawn by seed,
@@ -230,12 +241,27 @@ class InterestRanker:
 
     def score(self, candidates: Candidates) -> PairScores:
         """P(relevant) of every candidate. Shapes: -> PairScores over the candidates' rows."""
-        if self.classifier is None:
+        if not self.classifiers:
             raise RuntimeError("fit the ranker first")
         if len(candidates.rows) == 0:  # nothing to rank (no users): sklearn refuses empty input
             return PairScores(candidates.rows, candidates.items, torch.zeros(0))
-        probability = self.classifier.predict_proba(candidates.features)[:, 1]
+        probability = np.mean(
+            [fit.predict_proba(candidates.features)[:, 1] for fit in self.classifiers], axis=0
+        )
         return PairScores(candidates.rows, candidates.items, torch.from_numpy(probability).float())
+
+
+def _fitted(
+    classifier: HistGradientBoostingClassifier, features: np.ndarray, labels: np.ndarray
+) -> HistGradientBoostingClassifier:
+    """`classifier` fitted, with columns undefined (NaN) on every pair set to 0: the trees cannot
+    split on them either way, and scikit-learn's binning fails on a column without a value
+    (e.g. the repeat cycles where nobody bought anything twice)."""
+    undefined = np.isnan(features).all(axis=0)
+    if undefined.any():
+        features = features.copy()
+        features[:, undefined] = 0.0
+    return classifier.fit(features, labels)
 
 
 def _block(

@@ -168,5 +168,20 @@ def test_the_fit_chooses_its_tree_size_on_held_out_users(world: tuple) -> None:
     assert set(chosen.held_out_map) == {3, 7, 31}
     assert all(0.0 <= figure <= 1.0 for figure in chosen.held_out_map.values())
     assert chosen.held_out_map[chosen.leaves] == max(chosen.held_out_map.values())
-    assert chosen.classifier is not None and chosen.classifier.max_leaf_nodes == chosen.leaves
-    assert rankers["fixed"].leaves == 7 and rankers["fixed"].held_out_map == {}
+    assert all(fit.max_leaf_nodes == chosen.leaves for fit in chosen.classifiers)
+    assert len(chosen.classifiers) == 1 + chosen.config.selection_folds  # the whole and each fold
+    fixed = rankers["fixed"]
+    assert fixed.leaves == 7 and fixed.held_out_map == {} and len(fixed.classifiers) == 1
+
+
+def test_a_feature_without_a_single_value_is_no_error(world: tuple) -> None:
+    """A feature can be undefined on every candidate (no re-buyer of any item: no re-buy
+    share); scikit-learn's binning fails on such a column, so the fit sets it aside."""
+    graph, log, start = world
+    window = target_window(graph, start, start + HORIZON, max_users=1000)
+    ranker = InterestRanker(RankerConfig(seed=3, min_relevant=5, leaf_grid=(3, 7)))
+    candidates = ranker.candidates(Counts(log, start, HORIZON), window.users, {})
+    candidates.features[:, candidates.items_at.start + 3] = np.nan  # item_rebuy_share
+    ranker.fit(candidates, window.relevant)
+    scores = ranker.score(candidates).values
+    assert torch.isfinite(scores).all() and scores.std() > 0
