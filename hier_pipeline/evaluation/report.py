@@ -37,6 +37,8 @@ class LevelScore:
 class HierarchyScores:
     levels: list[LevelScore]
     token_recall_at_50: float
+    # `hier`'s recall@50: its embedding's before the ranker, its ranked row since; the key keeps
+    # its name so that runs stay comparable in MLflow
     embedding_recall_at_50: float
     stability_ari: float | None  # mean over levels, between two k-means seeds
     # ARI per level between the trees of two training seeds (None with one seed)

@@ -88,7 +88,7 @@ def render_markdown(report: EvaluationReport, folder: Path) -> str:
             ),
             "",
             f"Token retrieval recall@50 {_cell(hierarchy.token_recall_at_50)} against "
-            f"{_cell(hierarchy.embedding_recall_at_50)} by embedding; stability (ARI across "
+            f"{_cell(hierarchy.embedding_recall_at_50)} by `hier`'s ranking; stability (ARI across "
             f"k-means seeds) {_cell(hierarchy.stability_ari)}; ARI between the trees of two "
             f"training seeds per level: {_seed_ari(hierarchy.training_seed_ari)}.",
             "",
