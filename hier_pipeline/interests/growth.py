@@ -98,8 +98,9 @@ def warm_labels(fused: Tensor, previous: Tensor, capacity: float | None, margin:
     Why one assignment with a margin, not k-means run on from the serving codes: on Complete
     Journey, a retrain on 1% more events with another training seed's model kept 91% of the
     finest ids (Jaccard >= 0.5) after 50 Lloyd iterations, 93% after one, 98.5% with a margin of
-    0.02 (co-engagement merges), AMI against the catalogue's taxonomy unchanged (docs/interests.md). A retrained
-    model's vectors differ everywhere a little; iterations let those small moves add up.
+    0.02 (co-engagement merges), AMI against the catalogue's taxonomy unchanged
+    (docs/interests.md). A retrained model's vectors differ everywhere a little; iterations let
+    those small moves add up.
 
     Shapes: fused [N, D], previous [N, L] -> [N, L].
     Memory: N x codes floats (1.4 GB for Complete Journey's 92k items and 3847 codes).

@@ -256,7 +256,7 @@ def _fitted(
 ) -> HistGradientBoostingClassifier:
     """`classifier` fitted, with columns undefined (NaN) on every pair set to 0: the trees cannot
     split on them either way, and scikit-learn's binning fails on a column without a value
-    (e.g. the repeat cycles where nobody bought anything twice)."""
+    (e.g. the re-buy share where nobody bought anything twice)."""
     undefined = np.isnan(features).all(axis=0)
     if undefined.any():
         features = features.copy()
