@@ -12,6 +12,7 @@ from hier_pipeline.evaluation.baselines import (
     FitBudget,
     GraphSAGERecommender,
     Interactions,
+    Memo,
     evaluate_baselines,
     repeat_rate,
     warm_window,
@@ -91,6 +92,35 @@ def test_every_baseline_runs_end_to_end(synthetic_pipeline) -> None:
         assert result.settings[name] in BASELINES[name].grid
         assert result.settings[name]["profile"] in STAGE_RATIOS  # the chosen profile is shown
         assert len(result.tuning[name].scores) == len(BASELINES[name].grid)  # negatives exist
+
+
+def test_graphsage_repeat_weight_adds_own_items_on_the_fit_it_shares(synthetic_pipeline) -> None:
+    graph, content, split = synthetic_pipeline
+    history = Interactions.from_graph(graph, split.t1)
+    users = history.user.unique()[:4]
+    memo = Memo()
+
+    def fitted(repeat_weight: float) -> GraphSAGERecommender:
+        model = GraphSAGERecommender(
+            graph,
+            content,
+            dim=16,
+            budget=FitBudget(steps=2),
+            batch_size=16,
+            seed=5,
+            repeat_weight=repeat_weight,
+            memo=memo,
+        )
+        model.fit(history)
+        return model
+
+    plain, blended, buy_again = fitted(0.0), fitted(4.0), fitted(1000.0)
+    assert blended.model is plain.model and buy_again.model is plain.model  # one fit for all
+    base, scores = plain.score(users), blended.score(users)
+    own = history.confidence().dense(users)
+    torch.testing.assert_close(scores, base + 4.0 * base.std(dim=1, keepdim=True) * own)
+    best = buy_again.score(users).argmax(dim=1, keepdim=True)
+    assert (own.gather(1, best) > 0).all()  # a heavy weight ranks the user's own items first
 
 
 def test_graphsage_is_deterministic_under_a_seed(synthetic_pipeline) -> None:

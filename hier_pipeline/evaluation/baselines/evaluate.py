@@ -106,7 +106,12 @@ def _lightgcn(context: Context, setting: Setting) -> Recommender:
 
 def _graphsage(context: Context, setting: Setting) -> Recommender:
     return GraphSAGERecommender(
-        context.graph, context.content, budget=context.budget, seed=context.seed, **setting
+        context.graph,
+        context.content,
+        budget=context.budget,
+        seed=context.seed,
+        memo=context.memo,
+        **setting,
     )
 
 
@@ -153,7 +158,9 @@ BASELINES: dict[str, Baseline] = {
         trained=True,
     ),
     "graphsage": Baseline(
-        _graphsage, profiled_grid({"temperature": (0.05, 0.1, 0.2)}), trained=True
+        _graphsage,
+        profiled_grid({"temperature": (0.05, 0.1, 0.2), "repeat_weight": (0.0, 1.0, 4.0, 16.0)}),
+        trained=True,
     ),
     "tifuknn": Baseline(
         lambda _, s: TIFUKNN(**s), profiled_grid({"neighbours": (100, 300), "alpha": (0.7, 0.9)})

@@ -19,6 +19,7 @@ from hier_pipeline.evaluation.baselines.recommender import (
     UNSCORED,
     FitBudget,
     Memo,
+    plus_buy_again,
 )
 
 
@@ -100,9 +101,8 @@ def bpr_step(
 
 class LightGCNRecommender:
     """score(u, i) = <e_u, e_i> + repeat_weight x sd_u x c_ui: the layer-averaged propagated
-    embeddings, plus the user's own confidence c_ui (buy again, as EASE's `repeat_weight` and
-    ItemKNN's `self_weight`), in units of the spread sd_u of the user's inner products over the
-    known items, since BPR leaves their scale free. Items not yet created at the cutoff (node time
+    embeddings, plus the user's own confidence (`plus_buy_again`, the spread over the known
+    items, since BPR leaves their scale free). Items not yet created at the cutoff (node time
     >= it) score UNSCORED and are never drawn as negatives. The embeddings are fitted once per
     history and depth (`memo`): the repeat weights of a grid share them.
 
@@ -173,7 +173,6 @@ class LightGCNRecommender:
 
     def score(self, users: Tensor) -> Tensor:
         scores = self.users[users] @ self.items.T
-        if self.repeat_weight and self.own is not None:
-            spread = scores[:, self.known].std(dim=1, keepdim=True).nan_to_num()
-            scores = scores + self.repeat_weight * spread * self.own.dense(users)
+        if self.own is not None:
+            scores = plus_buy_again(scores, self.own, users, self.repeat_weight, self.known)
         return scores.masked_fill(~self.known, UNSCORED)

@@ -12,7 +12,7 @@ from typing import Any, Protocol, TypeVar
 import torch
 from torch import Tensor
 
-from hier_pipeline.evaluation.baselines.interactions import Interactions
+from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMatrix
 from hier_pipeline.evaluation.baselines.profiles import Profile
 from hier_pipeline.ranking.metrics import UserItems
 
@@ -51,6 +51,19 @@ class FitBudget:
 
 
 DEFAULT_BUDGET = FitBudget()
+
+
+def plus_buy_again(
+    scores: Tensor, own: PairMatrix, users: Tensor, weight: float, over: Tensor | None = None
+) -> Tensor:
+    """scores + weight x sd_u x c_ui: a trained model's scores with the user's own confidence c_ui
+    added (buy again, as EASE's `repeat_weight` and ItemKNN's `self_weight`), in units of the
+    spread sd_u of the user's scores over the items `over` (a mask; default every item), since a
+    trained embedding's scale is free. Shapes: scores [U, I], users [U], over [I] -> [U, I]."""
+    if not weight:
+        return scores
+    spread = (scores if over is None else scores[:, over]).std(dim=1, keepdim=True)
+    return scores + weight * spread.nan_to_num() * own.dense(users)
 
 
 class Memo:
