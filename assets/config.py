@@ -87,7 +87,7 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     baselines: list[str] = Field(
         default_factory=lambda: list(QUICK_BASELINES),
         description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default "
-        "leaves out the trained ones (minutes per fit; `hier evaluate` runs all)",
+        "leaves out the trained ones (`hier evaluate` runs all)",
     )
     max_users: int = Field(
         default=5000, description="evaluated users (a fixed random subset beyond it)"

@@ -13,9 +13,10 @@ the full model, free of training (`VIEWS`):
   - the ranker without one of its signals (`hier_ranker_no_embedding`, `_no_tokens` (both token
     signals), `_no_token_shares` (the users' shares per interest level, `interests/shares.py`),
     `_no_content`, `_no_content_view`: the user's embedding against the item's content view,
-    issue 18 item 5), over counts and content alone (`hier_ranker_no_representation`: what the
-    learned representation adds to what a practitioner has without it), over counts alone
-    (`hier_counts_only`), and fitted without simulated cold items (`hier_ranker_no_cold_items`).
+    issue 18 item 5; `_no_paths`: the relational paths, `ranker/paths.py`), over counts,
+    content and paths alone (`hier_ranker_no_representation`: what the learned representation
+    adds to everything else the ranker reads), over counts alone (`hier_counts_only`), and
+    fitted without simulated cold items (`hier_ranker_no_cold_items`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ NO_TOKEN_SIGNAL = "hier_ranker_no_tokens"
 NO_TOKEN_SHARES = "hier_ranker_no_token_shares"
 NO_CONTENT_SIGNAL = "hier_ranker_no_content"
 NO_CONTENT_VIEW_SIGNAL = "hier_ranker_no_content_view"
+NO_PATHS_SIGNAL = "hier_ranker_no_paths"
 NO_REPRESENTATION = "hier_ranker_no_representation"
 COUNTS_ONLY = "hier_counts_only"
 NO_COLD_ITEMS = "hier_ranker_no_cold_items"
@@ -51,6 +53,7 @@ VIEWS = (
     NO_TOKEN_SHARES,
     NO_CONTENT_SIGNAL,
     NO_CONTENT_VIEW_SIGNAL,
+    NO_PATHS_SIGNAL,
     NO_REPRESENTATION,
     COUNTS_ONLY,
     NO_COLD_ITEMS,

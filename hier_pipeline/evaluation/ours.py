@@ -6,10 +6,12 @@ The ranker of a model is fitted on [t2 - horizon, t2) = [t1, t2), the window the
 early-stopped on and never trained on, from embeddings, a tree and counts as of t1; fitted on a
 window the model trained on, it would learn to trust an embedding that had seen the answers.
 
-Its signals: the embedding's inner product, the interest tokens a user and an item share, and
-the items' content next to the user's (the two forms of content kNN: the profile's cosine and
-item kNN in content space, with the content-kNN baseline's code): content needs no event, so
-it is what a new item is ranked by, and the ranker weighs it against the rest on the fit window.
+Its signals: the embedding's inner product, the interest tokens a user and an item share, the
+items' content next to the user's (the two forms of content kNN: the profile's cosine and item
+kNN in content space, with the content-kNN baseline's code), and the paths through the rest of
+the database from the user to the item (`ranker/paths.py`). Content and paths need no event on
+the item, so they are what a new item is ranked by, and the ranker weighs them against the rest
+on the fit window.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from hier_pipeline.evaluation.ablations import (
     NO_CONTENT_SIGNAL,
     NO_CONTENT_VIEW_SIGNAL,
     NO_EMBEDDING_SIGNAL,
+    NO_PATHS_SIGNAL,
     NO_RANKER,
     NO_REPRESENTATION,
     NO_TOKEN_SHARES,
@@ -57,6 +60,8 @@ from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import history_scores
 from hier_pipeline.model.network import InterestModel
 from hier_pipeline.ranker.counts import Counts, FunnelLog
+from hier_pipeline.ranker.paths import PREFIX as PATH_PREFIX
+from hier_pipeline.ranker.paths import PathScores, schema_paths
 from hier_pipeline.ranker.ranker import (
     InnerProduct,
     InterestRanker,
@@ -78,7 +83,11 @@ TOKEN_SHARES = "token_shares"
 CONTENT_VIEW = "content_view"
 CONTENT_PROFILE, CONTENT_NEIGHBOURS = "content_profile", "content_neighbours"
 CONTENT = (CONTENT_PROFILE, CONTENT_NEIGHBOURS)
-SIGNALS = (EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW, *CONTENT)
+# How the rest of the database links a user to an item (`hier_pipeline.ranker.paths`): one
+# signal per foreign-key path, named `path:<tables between>`; none where the schema has none.
+PATHS = "paths"
+PATH_HALF_LIFE_DAYS = 28.0  # a linking row's weight halves every so often: the bags' half-life
+SIGNALS = (EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW, *CONTENT, PATHS)
 # Learned from events, so blind on an item without one (`InterestRanker.candidates`): the tree's
 # leaves are grown on the model's item vectors. The token shares are not: they are the user's
 # (from events), and an item's token comes mostly from its content (a new item's code from
@@ -123,6 +132,7 @@ RANKER_VIEWS = {  # the ranker views among `VIEWS`
     NO_TOKEN_SHARES: _without(TOKEN_SHARES),
     NO_CONTENT_SIGNAL: _without(*CONTENT),
     NO_CONTENT_VIEW_SIGNAL: _without(CONTENT_VIEW),
+    NO_PATHS_SIGNAL: _without(PATHS),
     NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW),
     COUNTS_ONLY: RankerSetup(()),
     NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
@@ -186,6 +196,7 @@ class OurModels:
         self._content: dict[int, dict[str, ContentKNN]] = {}
         self._content_views: dict[str, Tensor] = {}
         self._content_memo = Memo()  # the kNN form's neighbours: content alone, any time
+        self._paths: dict[tuple[int, tuple[int, ...]], dict[str, PathScores]] = {}
         self._rankers: dict[tuple[str, RankerSetup], InterestRanker | None] = {}
         # model -> how it is ranked: the ranker's fit, or why its own score stands in
         self.settings: dict[str, dict[str, object]] = {}
@@ -308,7 +319,19 @@ class OurModels:
         for kind, form in self.content_scores(as_of).items():
             if kind in kinds:
                 signals[kind] = lambda rows, form=form: form.score(users[rows])
+        if PATHS in kinds:
+            signals.update(self.paths(users, as_of))
         return signals
+
+    def paths(self, users: Tensor, as_of: int) -> dict[str, PathScores]:
+        """Every relational path's scores of `users` as of `as_of`, once."""
+        key = (as_of, tuple(users.tolist()))
+        if key not in self._paths:
+            self._paths[key] = {
+                path.name: PathScores(self.graph, path, users, as_of, PATH_HALF_LIFE_DAYS)
+                for path in schema_paths(self.graph)
+            }
+        return self._paths[key]
 
     def ranker(self, name: str, setup: RankerSetup) -> InterestRanker | None:
         """Model `name`'s ranker of `setup`, fitted on [t2 - horizon, t2) from what was known at
@@ -334,6 +357,7 @@ class OurModels:
                     "relevant": ranker.fit_relevant,
                     "leaves": ranker.leaves,
                     "held_out_map": ranker.held_out_map,
+                    "paths": [name for name in signals if name.startswith(PATH_PREFIX)],
                 }
             except TooFewLabels as error:
                 fitted, setting = None, {"ranker": f"none, own score: {error}"}

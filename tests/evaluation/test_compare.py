@@ -187,6 +187,7 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
         "relevant": setting["relevant"],
         "leaves": setting["leaves"],
         "held_out_map": setting["held_out_map"],
+        "paths": ["path:events>campaigns>advertisers"],  # the relational paths it read
         "fit_window": [split.t1, split.t2],
     }
     assert setting["relevant"] >= 1
