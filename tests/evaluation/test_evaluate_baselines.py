@@ -98,23 +98,13 @@ def test_graphsage_repeat_weight_adds_own_items_on_the_fit_it_shares(synthetic_p
     graph, content, split = synthetic_pipeline
     history = Interactions.from_graph(graph, split.t1)
     users = history.user.unique()[:4]
-    memo = Memo()
-
-    def fitted(repeat_weight: float) -> GraphSAGERecommender:
-        model = GraphSAGERecommender(
-            graph,
-            content,
-            dim=16,
-            budget=FitBudget(steps=2),
-            batch_size=16,
-            seed=5,
-            repeat_weight=repeat_weight,
-            memo=memo,
-        )
+    settings = dict(dim=16, budget=FitBudget(steps=2), batch_size=16, seed=5, memo=Memo())
+    plain, blended, buy_again = (
+        GraphSAGERecommender(graph, content, repeat_weight=weight, **settings)
+        for weight in (0.0, 4.0, 1000.0)
+    )
+    for model in (plain, blended, buy_again):
         model.fit(history)
-        return model
-
-    plain, blended, buy_again = fitted(0.0), fitted(4.0), fitted(1000.0)
     assert blended.model is plain.model and buy_again.model is plain.model  # one fit for all
     base, scores = plain.score(users), blended.score(users)
     own = history.confidence().dense(users)
