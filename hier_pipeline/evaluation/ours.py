@@ -26,16 +26,7 @@ from torch import Tensor
 
 from hier_pipeline.evaluation.ablations import (
     CONTENT_ONLY,
-    COUNTS_ONLY,
-    NO_COLD_ITEMS,
-    NO_CONTENT_SIGNAL,
-    NO_CONTENT_VIEW_SIGNAL,
-    NO_EMBEDDING_SIGNAL,
-    NO_PATHS_SIGNAL,
     NO_RANKER,
-    NO_REPRESENTATION,
-    NO_TOKEN_SHARES,
-    NO_TOKEN_SIGNAL,
     VIEWS,
 )
 from hier_pipeline.evaluation.baselines.content_knn import ContentKNN
@@ -48,6 +39,20 @@ from hier_pipeline.evaluation.interest_recommender import (
     RankedRecommender,
     TokenRecommender,
     content_item_vectors,
+)
+from hier_pipeline.evaluation.ranker_setup import (
+    CONTENT_HALF_LIFE_DAYS,
+    CONTENT_KNN,
+    CONTENT_VIEW,
+    EMBEDDING,
+    FULL,
+    PATH_HALF_LIFE_DAYS,
+    PATHS,
+    RANKER_VIEWS,
+    TIE_BREAK,
+    TOKEN_OVERLAP,
+    TOKEN_SHARES,
+    RankerSetup,
 )
 from hier_pipeline.evaluation.report import OURS
 from hier_pipeline.graph.build import RelationalGraph
@@ -72,71 +77,6 @@ from hier_pipeline.ranker.ranker import (
 from hier_pipeline.ranking.window import EvaluationWindow, target_window
 
 TOKENS = f"{OURS}_tokens"
-# The ranker's signals (`hier_pipeline.ranker`, module doc): tokens where there is a tree,
-# content where the items have some.
-EMBEDDING, TOKEN_OVERLAP = "embedding", "tokens"
-# Per level of the tree, the user's share of engagement in the item's token
-# (`hier_pipeline.interests.shares`): one signal per level, named `token_share_L<level>`.
-TOKEN_SHARES = "token_shares"
-# The user's embedding against the item's content view: learned, yet the same for an item with
-# events and one without (`TrainConfig.content_ranking_weight` trains the view for it).
-CONTENT_VIEW = "content_view"
-CONTENT_PROFILE, CONTENT_NEIGHBOURS = "content_profile", "content_neighbours"
-CONTENT = (CONTENT_PROFILE, CONTENT_NEIGHBOURS)
-# How the rest of the database links a user to an item (`hier_pipeline.ranker.paths`): one
-# signal per foreign-key path, named `path:<tables between>`; none where the schema has none.
-PATHS = "paths"
-PATH_HALF_LIFE_DAYS = 28.0  # a linking row's weight halves every so often: the bags' half-life
-SIGNALS = (EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW, *CONTENT, PATHS)
-# Learned from events, so blind on an item without one (`InterestRanker.candidates`): the tree's
-# leaves are grown on the model's item vectors. The token shares are not: they are the user's
-# (from events), and an item's token comes mostly from its content (a new item's code from
-# content alone is the one it gets after its first week of events in 98% of cases,
-# docs/interests.md).
-BEHAVIOURAL = (EMBEDDING, TOKEN_OVERLAP)
-# The kNN form's neighbours per item: the middle of the content-kNN baseline's grid (10, 200),
-# not tuned here; both forms decay the user's events with the grid's middle half-life.
-CONTENT_KNN = {CONTENT_PROFILE: None, CONTENT_NEIGHBOURS: 100}
-CONTENT_HALF_LIFE_DAYS = 30.0
-# The token shares' tie-break between items of one token (`OurModels.signals`): at most this.
-TIE_BREAK = 1e-6
-
-
-@dataclass(frozen=True)
-class RankerSetup:
-    """Which signals a ranker sees, and whether new items are ranked by construction (the
-    behavioural signals blind on them, some items shown as new in the fit: `hier_pipeline.ranker`)
-    or as the fit window alone teaches."""
-
-    signals: tuple[str, ...] = SIGNALS
-    simulate_cold: bool = True
-
-    @property
-    def behavioural(self) -> tuple[str, ...]:
-        """The signals blind on new items."""
-        return BEHAVIOURAL if self.simulate_cold else ()
-
-    def configured(self, config: RankerConfig) -> RankerConfig:
-        """`config` with no item shown as new where new items are not simulated."""
-        return config if self.simulate_cold else replace(config, cold_item_rate=0.0)
-
-
-def _without(*left_out: str) -> RankerSetup:
-    return RankerSetup(tuple(s for s in SIGNALS if s not in left_out))
-
-
-FULL = RankerSetup()
-RANKER_VIEWS = {  # the ranker views among `VIEWS`
-    NO_EMBEDDING_SIGNAL: _without(EMBEDDING),
-    NO_TOKEN_SIGNAL: _without(TOKEN_OVERLAP, TOKEN_SHARES),
-    NO_TOKEN_SHARES: _without(TOKEN_SHARES),
-    NO_CONTENT_SIGNAL: _without(*CONTENT),
-    NO_CONTENT_VIEW_SIGNAL: _without(CONTENT_VIEW),
-    NO_PATHS_SIGNAL: _without(PATHS),
-    NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW),
-    COUNTS_ONLY: RankerSetup(()),
-    NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
-}
 
 
 @dataclass(frozen=True)
