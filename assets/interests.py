@@ -52,13 +52,13 @@ def interest_hierarchy(
     and its stability with a tree grown from another seed."""
     from hier_pipeline.interests.build import build_interest_hierarchy
     from hier_pipeline.interests.entities import primary_keys
-    from hier_pipeline.interests.matching import load_serving_members
+    from hier_pipeline.interests.matching import load_serving_tree
     from hier_pipeline.release.serving import serving_folder
 
     spec = dataset.spec()
     started = time.perf_counter()
     item = spec.roles.item
-    previous = load_serving_members(
+    previous = load_serving_tree(
         serving_folder(storage.folder(), spec.name),
         item,
         primary_keys(raw_tables.database, spec, [item])[item],
@@ -97,6 +97,7 @@ def interest_hierarchy(
             "primitives_per_level": " / ".join(str(n) for n in artifact.primitives_per_level),
             "refitted_from_serving_tree": previous is not None,
             "coarse_levels_merged_on": _merged_on(artifact.merge_share),
+            "finest_codes_read": _read(artifact.modalities),
             "seconds": round(seconds, 2),
             "levels": markdown_table(
                 [
@@ -121,6 +122,13 @@ def _merged_on(share: float | None) -> str:
     if share is None:
         return "kept from the serving tree"
     return f"co-engagement {share:.2f}, content {1 - share:.2f} (chosen on held-out events)"
+
+
+def _read(modalities: tuple[str, ...] | None) -> str:
+    """What the finest codes quantise: the model's embedding and the content modalities."""
+    if modalities is None:
+        return "the embedding (a tree from before trees kept their modalities)"
+    return " + ".join(("embedding", *modalities))
 
 
 @dg.asset(group_name=GROUP, kinds={"pytorch", "parquet"}, owners=["team:hier-pipeline"])

@@ -51,6 +51,7 @@ class HierarchyArtifact:
     supergraph_stats: list[dict[str, float]]  # per level, see `supergraph_stats`
     stability: list[dict[str, float]]  # per level NMI/ARI against a tree from the next seed
     merge_share: float | None = None  # `InterestHierarchy.merge_share`
+    modalities: tuple[str, ...] | None = None  # `InterestHierarchy.modalities`
 
     def load(self) -> InterestHierarchy:
         return load_hierarchy(self.path)
@@ -95,7 +96,12 @@ def save_hierarchy(
         path,
     )
     return HierarchyArtifact(
-        path, hierarchy.primitives_per_level(), stats, stability, hierarchy.merge_share
+        path,
+        hierarchy.primitives_per_level(),
+        stats,
+        stability,
+        hierarchy.merge_share,
+        hierarchy.modalities,
     )
 
 

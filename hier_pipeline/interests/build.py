@@ -23,6 +23,7 @@ from hier_pipeline.interests.entities import item_categories, item_texts, primar
 from hier_pipeline.interests.events import funnel_events, no_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.labels import common_values, distinctive_words, nearest_members
+from hier_pipeline.interests.matching import ServingTree
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.supergraph import build_supergraph, supergraph_stats
 from hier_pipeline.interests.tokens import TokenConfig
@@ -36,23 +37,29 @@ def build_interest_hierarchy(
     folder: Path,
     config: HierarchyConfig,
     content: Mapping[str, Mapping[str, Tensor]] | None = None,
-    previous: Tensor | None = None,
+    previous: ServingTree | None = None,
 ) -> HierarchyArtifact:
     """The tree over the items (their embeddings fused with their content, where `content` has
     the item table; coarser levels from every funnel event; refitted from the serving tree's
-    `previous` members where given), the super-graph of the funnel events, and the stability of
-    the tree: its agreement per level with a second tree grown afresh from the next seed."""
+    `previous` tree where given, reading its modalities), the super-graph of the funnel events,
+    and the stability of the tree: its agreement per level with a second tree grown afresh from
+    the next seed, on the modalities and merges the first chose."""
     meta = graph.metadata
     vectors = embeddings.load()
     items = vectors[meta.item_type]
     item_content = None if content is None else content.get(meta.item_type)
     events = funnel_events(graph)
-    hierarchy = build_hierarchy(items, config, item_content, events, previous)
+    if previous is not None and previous.modalities is not None:
+        config = replace(config, modalities=previous.modalities)
+    members = None if previous is None else previous.members
+    hierarchy = build_hierarchy(items, config, item_content, events, members)
     supergraph = build_supergraph(
         graph, hierarchy.path(vectors[meta.user_type]), hierarchy.members, hierarchy
     )
     chosen = config.merge_shares if hierarchy.merge_share is None else (hierarchy.merge_share,)
-    again = replace(config, seed=config.seed + 1, merge_shares=chosen)
+    again = replace(
+        config, seed=config.seed + 1, merge_shares=chosen, modalities=hierarchy.modalities
+    )
     other = build_hierarchy(items, again, item_content, events)
     stability = [
         level_agreement(hierarchy.members[:, level], other.members[:, level])

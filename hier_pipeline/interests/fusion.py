@@ -13,7 +13,9 @@ how much of a token's meaning is fixed by what the product is rather than by how
 Each modality is centred on its catalogue mean first: pretrained encoders put every vector in a
 narrow cone (MiniLM's cosines sit around 0.3, pooled CNN features are non-negative), and the
 shared direction would otherwise dominate the cosine. Within content, text and image weigh the
-same where an item has both; an item without content is placed by behaviour alone.
+same where an item has both; an item without content is placed by behaviour alone. Which
+modalities a tree reads at all is chosen on held-out events (`growth.grow`): an image encoder
+that says little of what a product is for would otherwise blur what the text says.
 """
 
 from __future__ import annotations
@@ -28,6 +30,17 @@ from torch import Tensor
 MODALITIES = (("text", "has_text"), ("image", "has_image"))
 
 
+def present_modalities(content: Mapping[str, Tensor] | None) -> tuple[str, ...]:
+    """The modalities at least one item of `content` has, in `MODALITIES` order."""
+    if content is None:
+        return ()
+    return tuple(
+        vectors
+        for vectors, mask in MODALITIES
+        if vectors in content and mask in content and bool(content[mask].bool().any())
+    )
+
+
 @dataclass(frozen=True)
 class ItemFusion:
     """How the tree's items were fused: the content weight and each modality's catalogue mean
@@ -38,15 +51,29 @@ class ItemFusion:
     means: dict[str, Tensor]  # modality ("text", "image") -> mean of the items that have it
 
     @classmethod
-    def of(cls, content: Mapping[str, Tensor] | None, content_weight: float) -> ItemFusion:
-        """The fusion of a catalogue with `content` (None: behaviour alone)."""
+    def of(
+        cls,
+        content: Mapping[str, Tensor] | None,
+        content_weight: float,
+        modalities: tuple[str, ...] | None = None,
+    ) -> ItemFusion:
+        """The fusion of a catalogue with `content` (None: behaviour alone), reading the
+        `modalities` among those it has (None: all of them)."""
         if not 0.0 <= content_weight <= 1.0:
             raise ValueError(f"content_weight must lie in [0, 1], not {content_weight}")
-        means = {}
-        for vectors, mask in MODALITIES:
-            if content is not None and vectors in content and content[mask].bool().any():
-                means[vectors] = content[vectors][content[mask].bool()].float().mean(dim=0)
+        present = present_modalities(content)
+        wanted = present if modalities is None else modalities
+        means = {
+            vectors: content[vectors][content[mask].bool()].float().mean(dim=0)
+            for vectors, mask in MODALITIES
+            if content is not None and vectors in present and vectors in wanted
+        }
         return cls(content_weight, means)
+
+    @property
+    def modalities(self) -> tuple[str, ...]:
+        """The content modalities the fused vector reads, in `MODALITIES` order."""
+        return tuple(vectors for vectors, _ in MODALITIES if vectors in self.means)
 
     def content_vectors(self, content: Mapping[str, Tensor], count: int) -> Tensor:
         """The items' centred content, text and image side by side, unit norm per item (zero

@@ -30,7 +30,7 @@ from torch import Tensor
 from hier_pipeline.interests.codebook import ItemCodebook
 from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.fusion import ItemFusion
-from hier_pipeline.interests.growth import grow_labels, nested_tree, warm_labels
+from hier_pipeline.interests.growth import grow, nested_tree, warm_labels
 from hier_pipeline.interests.kmeans import KMeansConfig, one_thread
 
 CHUNK = 4096  # entities scored at once: CHUNK x primitives similarities in memory
@@ -51,6 +51,10 @@ class HierarchyConfig:
     # seed, unless co-engagement alone retrieves clearly better (a blend, 0.5, was never
     # clearly better than both and flipped with the training seed on the synthetic world).
     merge_shares: tuple[float, ...] = (0.0, 1.0)
+    # Content modalities ("text", "image") the finest codes read; None: every one the items
+    # have, unless one alone retrieves held-out events clearly better (`growth.grow`). A refit
+    # reads the serving tree's.
+    modalities: tuple[str, ...] | None = None
     # A refit from the serving tree keeps an item in its code unless another fits it by more
     # than this (cosine in the fused space; `growth.warm_labels`).
     refit_margin: float = 0.02
@@ -103,6 +107,11 @@ class InterestHierarchy:
 
     def primitives_per_level(self) -> tuple[int, ...]:
         return tuple(b - a for a, b in itertools.pairwise(self.offsets))
+
+    @property
+    def modalities(self) -> tuple[str, ...] | None:
+        """The content modalities its finest codes read (None: a tree without a codebook)."""
+        return None if self.codebook is None else self.codebook.fusion.modalities
 
     def level_of(self) -> Tensor:
         """The level of every primitive. Shapes: [T]."""
@@ -159,17 +168,14 @@ def build_hierarchy(
     items), which is refitted (`growth.warm_labels`) instead of a tree grown afresh.
     Shapes: items [N, d] unit norm, previous [N, L] -> see `InterestHierarchy`.
     """
-    fusion = ItemFusion.of(content, config.content_weight)
-    fused = fusion(items, content)
-    generator = torch.Generator().manual_seed(config.seed)
     share: float | None = None  # a refit keeps the serving tree's coarse levels: no merge
     with one_thread():
         if previous is None:
-            sizes = level_sizes(len(items), config)
-            labels, share = grow_labels(
-                fused, sizes, events, generator, config.kmeans, config.merge_shares
-            )
+            grown = grow(items, content, level_sizes(len(items), config), events, config)
+            fusion, fused, labels, share = grown.fusion, grown.fused, grown.labels, grown.share
         else:
+            fusion = ItemFusion.of(content, config.content_weight, config.modalities)
+            fused = fusion(items, content)
             labels = warm_labels(fused, previous, config.kmeans.capacity, config.refit_margin)
     parent, offsets, members = nested_tree(labels)
     first, codes = offsets[-2], offsets[-1] - offsets[-2]

@@ -16,6 +16,7 @@ that most primitives keep their items, and so their ids.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -109,17 +110,29 @@ def serving_members(old: InterestHierarchy, old_keys: list[str], keys: list[str]
     return members
 
 
-def load_serving_members(
+@dataclass(frozen=True)
+class ServingTree:
+    """Where a retrain's tree starts from: each item's primitives in the served tree
+    (`serving_members`) and the content modalities its finest codes read (None: a tree from
+    before trees kept them), so the refit fuses the items as the served tree did."""
+
+    members: Tensor
+    modalities: tuple[str, ...] | None
+
+
+def load_serving_tree(
     folder: Path, item_type: str, keys: list[str], vectors: Mapping[str, Tensor]
-) -> Tensor | None:
-    """`serving_members` of the tree released in `folder` (a stage or serving folder with
-    tokens); None where nothing is served yet, or where the served tree came from these very
-    embeddings (`vectors`, node type -> [n, d]): without a retrain there is nothing to refit, and
-    the tree grows again exactly as the served one did (so rematerialising changes nothing)."""
+) -> ServingTree | None:
+    """The tree released in `folder` (a stage or serving folder with tokens), as a retrain over
+    the items `keys` starts from it; None where nothing is served yet, or where the served tree
+    came from these very embeddings (`vectors`, node type -> [n, d]): without a retrain there is
+    nothing to refit, and the tree grows again exactly as the served one did (so
+    rematerialising changes nothing)."""
     if not (folder / TOKENS_FILE).is_file():
         return None
     tokens = load_tokens(folder / TOKENS_FILE)
     served = tokens.vectors()
     if served.keys() == vectors.keys() and all(torch.equal(served[t], vectors[t]) for t in vectors):
         return None
-    return serving_members(load_hierarchy(tokens.hierarchy), tokens.keys[item_type], keys)
+    tree = load_hierarchy(tokens.hierarchy)
+    return ServingTree(serving_members(tree, tokens.keys[item_type], keys), tree.modalities)

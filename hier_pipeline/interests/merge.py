@@ -3,44 +3,34 @@
 Two signals say which fine interests belong together: who engages with them (co-engagement) and
 what they are (their items' content). Which one is right is a property of the data. On the
 synthetic world, people who buy trail shoes buy running socks while the texts differ in every
-word, so co-engagement recovers the planted coarse interests (AMI 0.80) and content does not
-(0.18). On Complete Journey a grocery basket crosses every department while the texts name them,
-so content recovers the departments (AMI 0.48) and co-engagement does not (0.25). A merge profile
-weighs the two, cos = a cos(co-engagement) + (1 - a) cos(content), and `a` is the share among
-`HierarchyConfig.merge_shares` whose tree best retrieves held-out events: the coarser levels
-merged on the events before the last tenth of them, each user's share of their events per token
-from the same events, items scored by the tokens they share with the user (a level-l token
-counting 2^l, as token retrieval does), recall@50 of the events after the cut (every stage:
-the deepest alone, coupon redemptions on Complete Journey, is too rare to decide on).
+word, so co-engagement recovers the planted coarse interests (AMI 0.90-0.91 on text codes) and
+content recovers them less well (0.65-0.86). On Complete Journey a grocery basket crosses every
+department while the texts name them, so content recovers the departments (AMI 0.47) and
+co-engagement does not (0.25). A merge profile weighs the two, cos = a cos(co-engagement) +
+(1 - a) cos(content), and `a` is the share among `HierarchyConfig.merge_shares` whose tree best
+retrieves held-out events (`held_out.py`).
 
 Content (a = 0) merges unless co-engagement (a = 1) retrieves clearly better. Content is the
 same for every training seed and every retrain, so a coarse level merged on it survives a
 retrain; one merged on co-engagement moves with the finest codes, which move with the model.
-Measured on two or three training seeds' vectors (held-out recall@50 for a = 1 / 0.5 / 0, the
-paired gain of a = 1 over content in standard errors): the synthetic world 0.187-0.193 /
-0.184-0.194 / 0.169-0.179, +5.4 to +7.2 SE, so co-engagement merges (AMI against the planted
-coarse level 0.76-0.85, against 0.18-0.29 for content); Complete Journey 0.043 / 0.044 / 0.045,
-no share ahead, so content merges (ARI between two training seeds' trees 0.75 / 0.87 / 0.74 per
-level, AMI against the departments 0.47; with co-engagement first, as before, 0.21 / 0.35 /
-0.74 and 0.24: the coarse levels followed each seed's baskets). The blend, a = 0.5, is not a
-default: it never beat both, and against co-engagement it led for one synthetic seed and
-trailed for two, so a choice including it flipped with the seed (docs/interests.md).
+Measured on three training seeds' vectors (held-out recall@50 for a = 0 / 1, the paired gain of
+a = 1 in standard errors): the synthetic world's text codes 0.200-0.214 / 0.205-0.215, +2.6,
++3.1 and +0.7 SE, so two seeds merge on co-engagement and one on content (with the images in
+the codes, before `growth.grow` chose the modalities: +5.4 to +7.2 SE for every seed);
+Complete Journey 0.045 / 0.043, no share ahead, so content merges (ARI between two training
+seeds' trees 0.75 / 0.87 / 0.74 per level; with co-engagement first, as before, 0.21 / 0.35 /
+0.74: the coarse levels followed each seed's baskets). The blend, a = 0.5, is not a default: it
+never beat both, and a choice including it flipped with the seed (docs/interests.md).
 """
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from hier_pipeline.interests.events import FunnelEvents
-
-HELD_OUT = 0.1  # the last share of the events, by time, that the choice is scored on
-MAX_USERS = 2000  # scored users at most, drawn by the tree's seed
-TOP_K = 50
-CHUNK = 256  # users scored at once: CHUNK x items floats
-SIGNIFICANCE = 2.0  # standard errors a share must gain over the first to be chosen
+from hier_pipeline.interests.held_out import HeldOut, first_unless_clearly_beaten
 
 
 def merge_levels(
@@ -91,68 +81,16 @@ def choose_share(
     fused: Tensor,
     finest: Tensor,
     sizes: tuple[int, ...],
-    events: FunnelEvents | None,
+    held_out: HeldOut | None,
     shares: tuple[float, ...],
-    generator: torch.Generator,
-) -> tuple[float, dict[float, float]]:
-    """The share whose merges retrieve the held-out events best (module docstring), and each
-    share's recall@50. The first share unless another beats it clearly (its paired gain over
-    the users above `SIGNIFICANCE` standard errors: a few hundred users cannot tell close
-    shares apart, and a choice that flips between training seeds would reshuffle the coarse
-    tokens), where there is one share, or no events to hold out: put the most stable first."""
-    if len(shares) == 1 or events is None or len(events) == 0:
+) -> tuple[float, dict[float, Tensor]]:
+    """The share whose merges retrieve the held-out events best (`held_out.py`), and each
+    share's recall@50 per held-out user: the first share unless another beats it clearly, where
+    there is one share, or no events to hold out: put the most stable first."""
+    if held_out is None or len(shares) == 1:
         return shares[0], {}
-    cut = int(np.quantile(events.time.numpy(), 1 - HELD_OUT))
-    before = events.time < cut
-    earlier, later = events.where(before), events.where(~before)
-    both = np.intersect1d(earlier.users.unique().numpy(), later.users.unique().numpy())
-    if len(both) == 0:
-        return shares[0], {}
-    drawn = torch.randperm(len(both), generator=generator)[:MAX_USERS]
-    users = torch.from_numpy(both)[drawn.sort().values]
-    targets = later.of_users(users)
-    per_user = {
-        share: _token_recall(
-            merge_levels(fused, finest, sizes, earlier, share), earlier, users, targets
-        )
+    recalls = [
+        held_out.recall(merge_levels(fused, finest, sizes, held_out.earlier, share))
         for share in shares
-    }
-    recall = {share: float(values.mean()) for share, values in per_user.items()}
-    best = max(shares, key=lambda share: recall[share])
-    gain = per_user[best] - per_user[shares[0]]
-    clear = float(gain.mean()) > SIGNIFICANCE * float(gain.std()) / len(gain) ** 0.5
-    return (best if clear else shares[0]), recall
-
-
-def _token_recall(
-    labels: Tensor, earlier: FunnelEvents, users: Tensor, targets: FunnelEvents
-) -> Tensor:
-    """Per user, recall@`TOP_K` of `targets` (users renumbered to rows of `users`) when items are
-    ranked by the tokens they share with the user's earlier events (weights 2^stage), a level-l
-    token counting 2^l; ties by the items' earlier event counts."""
-    items, levels = labels.shape
-    popularity = torch.bincount(earlier.items, minlength=items).double()
-    tie_break = popularity / (popularity.max() + 1) * 1e-6
-    mine = earlier.of_users(users)
-    weight = 2.0 ** mine.stage.double()
-    truth = torch.zeros(len(users), items, dtype=torch.bool)
-    truth[targets.users, targets.items] = True
-    recalls = []
-    for start in range(0, len(users), CHUNK):
-        rows = slice(start, min(start + CHUNK, len(users)))
-        chosen = (mine.users >= rows.start) & (mine.users < rows.stop)
-        scores = tie_break.repeat(rows.stop - rows.start, 1)
-        for level in range(levels):
-            code = labels[:, level]
-            shares = torch.zeros(rows.stop - rows.start, int(code.max()) + 1, dtype=torch.float64)
-            shares.index_put_(
-                (mine.users[chosen] - rows.start, code[mine.items[chosen]]),
-                weight[chosen],
-                accumulate=True,
-            )
-            shares /= shares.sum(dim=1, keepdim=True).clamp_min(1e-300)
-            scores += 2.0**level * shares[:, code]
-        top = scores.topk(TOP_K, dim=1).indices
-        hits = truth[rows].gather(1, top).sum(dim=1).double()
-        recalls.append(hits / truth[rows].sum(dim=1).clamp_min(1))
-    return torch.cat(recalls)
+    ]
+    return shares[first_unless_clearly_beaten(recalls)], dict(zip(shares, recalls, strict=True))

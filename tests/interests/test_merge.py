@@ -8,6 +8,7 @@ import torch
 
 from hier_pipeline.interests import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.events import FunnelEvents
+from hier_pipeline.interests.held_out import HeldOut
 from hier_pipeline.interests.merge import choose_share
 from hier_pipeline.interests.quality import level_agreement
 from tests.interests.planted import planted_vectors
@@ -38,7 +39,8 @@ def _choice(x: torch.Tensor, events: FunnelEvents) -> tuple[float, dict[float, f
 
     generator = torch.Generator().manual_seed(0)
     finest = finest_codes(x, (GROUPS, FINE), generator, KMeansConfig())
-    return choose_share(x, finest, (GROUPS, FINE), events, SHARES, generator)
+    share, recalls = choose_share(x, finest, (GROUPS, FINE), HeldOut.of(events, 0), SHARES)
+    return share, {option: float(recall.mean()) for option, recall in recalls.items()}
 
 
 def test_the_merge_follows_co_engagement_where_the_content_says_nothing_of_the_groups() -> None:

@@ -23,7 +23,7 @@ from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.fusion import ItemFusion
 from hier_pipeline.interests.kmeans import KMeansConfig, capped_argmax, spherical_kmeans
 from hier_pipeline.interests.matching import (
-    load_serving_members,
+    load_serving_tree,
     serving_members,
     stable_token_ids,
 )
@@ -235,9 +235,10 @@ def test_a_retrain_starts_from_the_tree_a_folder_serves(
     keys = tokens.keys[item]
     vectors = tokens.vectors()
     retrained = {t: F.normalize(v + 0.01, dim=1) for t, v in vectors.items()}
-    members = load_serving_members(folder, item, [*reversed(keys), "new"], retrained)
-    assert members is not None
+    served = load_serving_tree(folder, item, [*reversed(keys), "new"], retrained)
+    assert served is not None and served.modalities == tree.modalities
+    members = served.members
     assert torch.equal(members[:-1], tree.members.flip(0)) and (members[-1] == -1).all()
     # The same embeddings: no retrain, nothing to refit; nothing served: nothing to start from.
-    assert load_serving_members(folder, item, keys, vectors) is None
-    assert load_serving_members(tmp_path, item, keys, retrained) is None
+    assert load_serving_tree(folder, item, keys, vectors) is None
+    assert load_serving_tree(tmp_path, item, keys, retrained) is None
