@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -49,8 +48,16 @@ from hier_pipeline.interests.kmeans import (
 )
 from hier_pipeline.interests.merge import choose_share, merge_levels
 
-if TYPE_CHECKING:
-    from hier_pipeline.interests.hierarchy import HierarchyConfig
+
+@dataclass(frozen=True)
+class GrowthConfig:
+    """What `grow` reads of `HierarchyConfig` (the fields of the same names)."""
+
+    seed: int
+    content_weight: float
+    modalities: tuple[str, ...] | None
+    kmeans: KMeansConfig
+    merge_shares: tuple[float, ...]
 
 
 @dataclass(frozen=True)
@@ -69,7 +76,7 @@ def grow(
     content: Mapping[str, Tensor] | None,
     sizes: tuple[int, ...],
     events: FunnelEvents | None,
-    config: HierarchyConfig,
+    config: GrowthConfig,
 ) -> Grown:
     """Each item's cluster per level, coarse -> fine, nested (items with the same fine label
     share every coarser one); labels are 0..k-1 per level in no particular order.

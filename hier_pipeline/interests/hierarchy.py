@@ -30,7 +30,7 @@ from torch import Tensor
 from hier_pipeline.interests.codebook import ItemCodebook
 from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.fusion import ItemFusion
-from hier_pipeline.interests.growth import grow, nested_tree, warm_labels
+from hier_pipeline.interests.growth import GrowthConfig, grow, nested_tree, warm_labels
 from hier_pipeline.interests.kmeans import KMeansConfig, one_thread
 
 CHUNK = 4096  # entities scored at once: CHUNK x primitives similarities in memory
@@ -171,7 +171,14 @@ def build_hierarchy(
     share: float | None = None  # a refit keeps the serving tree's coarse levels: no merge
     with one_thread():
         if previous is None:
-            grown = grow(items, content, level_sizes(len(items), config), events, config)
+            settings = GrowthConfig(
+                config.seed,
+                config.content_weight,
+                config.modalities,
+                config.kmeans,
+                config.merge_shares,
+            )
+            grown = grow(items, content, level_sizes(len(items), config), events, settings)
             fusion, fused, labels, share = grown.fusion, grown.fused, grown.labels, grown.share
         else:
             fusion = ItemFusion.of(content, config.content_weight, config.modalities)
