@@ -57,6 +57,7 @@ from hier_pipeline.evaluation.ranker_setup import (
 from hier_pipeline.evaluation.report import OURS
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
+from hier_pipeline.interests.held_out import first_unless_clearly_beaten
 from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
 from hier_pipeline.interests.shares import LevelShares, level_shares
 from hier_pipeline.interests.tokens import TokenConfig
@@ -68,15 +69,23 @@ from hier_pipeline.ranker.counts import Counts, FunnelLog
 from hier_pipeline.ranker.paths import PREFIX as PATH_PREFIX
 from hier_pipeline.ranker.paths import PathScores, schema_paths
 from hier_pipeline.ranker.ranker import (
+    CHUNK,
+    Candidates,
     InnerProduct,
     InterestRanker,
     RankerConfig,
     Signal,
     TooFewLabels,
 )
-from hier_pipeline.ranking.window import EvaluationWindow, target_window
+from hier_pipeline.ranker.selection import candidate_ap
+from hier_pipeline.ranking.metrics import UserItems
+from hier_pipeline.ranking.window import EvaluationWindow, target_window, window_items
 
 TOKENS = f"{OURS}_tokens"
+_NOT_BETTER = (
+    "a ranker on shallower stages' labels ranks the held-out target events clearly worse than "
+    "the model's own score (held_out_target_map)"
+)
 
 
 @dataclass(frozen=True)
@@ -275,44 +284,99 @@ class OurModels:
 
     def ranker(self, name: str, setup: RankerSetup) -> InterestRanker | None:
         """Model `name`'s ranker of `setup`, fitted on [t2 - horizon, t2) from what was known at
-        its start (the users of that window with a target-stage event, at most `max_users`);
-        None where that window is too small to fit one (`TooFewLabels`)."""
+        its start; None where the model's own score ranks instead (`_fit_ranker`)."""
         if (name, setup) not in self._rankers:
-            start, comparison = self.as_of - self.horizon, self.comparison
-            window = target_window(
-                self.graph, start, self.as_of, comparison.max_users, comparison.seed
-            )
-            ranker = InterestRanker(
-                setup.configured(replace(comparison.ranker, seed=comparison.seed))
-            )
-            signals = self.signals(name, window.users, start, setup.signals)
-            candidates = ranker.candidates(
-                self.counts(start), window.users, signals, setup.behavioural
-            )
-            fitted: InterestRanker | None = ranker
-            try:
-                ranker.fit(candidates, window.relevant)
-                setting: dict[str, object] = {
-                    "ranker": "fitted",
-                    "relevant": ranker.fit_relevant,
-                    "leaves": ranker.leaves,
-                    "held_out_map": ranker.held_out_map,
-                    "paths": [name for name in signals if name.startswith(PATH_PREFIX)],
-                }
-            except TooFewLabels as error:
-                fitted, setting = None, {"ranker": f"none, own score: {error}"}
+            start = self.as_of - self.horizon
+            fitted, setting = self._fit_ranker(name, setup, start)
             if setup == FULL:
                 self.settings[name] = {**setting, "fit_window": [start, self.as_of]}
             self._rankers[name, setup] = fitted
         return self._rankers[name, setup]
 
-    def own_score(self, name: str, window: EvaluationWindow) -> Recommender:
+    def _fit_ranker(
+        self, name: str, setup: RankerSetup, start: int
+    ) -> tuple[InterestRanker | None, dict[str, object]]:
+        """The ranker fitted on the window's users with a target-stage event (at most
+        `max_users`), and its setting.
+
+        Where the target stage leaves too few relevant candidates (`TooFewLabels`, a small
+        database), the stage above stands in as well, one more at a time until enough are left.
+        Whether a shallower stage says what the target will be is a property of the data (on a
+        grocery sample, ordinary purchases teach staples, not coupon purchases), so the window's
+        users' own target events judge it: ranked by the fits that held each user out
+        (`InterestRanker.cross_fitted`) against the model's own score, per user. The ranker
+        serves unless the own score is better by `first_unless_clearly_beaten`'s margin: the
+        own score's figure here is optimistic, since the model early-stopped on this window."""
+        comparison, stages = self.comparison, self.graph.metadata.stages
+        config = setup.configured(replace(comparison.ranker, seed=comparison.seed))
+        too_few = ""
+        for depth in range(1, len(stages) + 1):
+            window = target_window(
+                self.graph, start, self.as_of, comparison.max_users, comparison.seed, depth
+            )
+            judged = window_items(self.graph, window.users, start, self.as_of)
+            ranker = InterestRanker(config)
+            signals = self.signals(name, window.users, start, setup.signals)
+            candidates = ranker.candidates(
+                self.counts(start), window.users, signals, setup.behavioural
+            )
+            try:
+                ranker.fit(candidates, window.relevant, judged)
+            except TooFewLabels as error:
+                too_few = too_few or str(error)
+                continue
+            setting: dict[str, object] = {
+                "ranker": "fitted",
+                "labels": stages[-depth:],
+                "relevant": ranker.fit_relevant,
+                "leaves": ranker.leaves,
+                "held_out_map": ranker.held_out_map,
+                "paths": [name for name in signals if name.startswith(PATH_PREFIX)],
+            }
+            if depth == 1:
+                return ranker, setting
+            if ranker.held_out_folds:  # else nothing to judge it on: one tree size, no folds
+                ranked, own = self._held_out_ap(name, window, candidates, ranker, judged)
+                setting["held_out_target_map"] = {
+                    "ranker": float(ranked.mean()),
+                    "own_score": float(own.mean()),
+                    "users": len(own),
+                }
+                if first_unless_clearly_beaten([torch.from_numpy(r) for r in (ranked, own)]) == 0:
+                    return ranker, setting
+            return None, {**setting, "ranker": f"none, own score: {too_few}; " + _NOT_BETTER}
+        return None, {"ranker": f"none, own score: {too_few}"}
+
+    def _held_out_ap(
+        self,
+        name: str,
+        window: EvaluationWindow,
+        candidates: Candidates,
+        ranker: InterestRanker,
+        judged: UserItems,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """AP@k of the fit window's users' `judged` items, ranked by `ranker`'s fits that held
+        each user out and by the model's own score (`own_score`) as of the window's start.
+        Shapes: -> [judged users] twice, paired."""
+        own, rows = self.own_score(name, window.users, window.start), candidates.rows
+        scores = torch.zeros(len(rows))
+        for begin in range(0, len(window.users), CHUNK):
+            lo, hi = torch.searchsorted(rows, torch.tensor([begin, begin + CHUNK])).tolist()
+            dense = own.score(window.users[begin : begin + CHUNK])
+            scores[lo:hi] = dense[rows[lo:hi] - begin, candidates.items[lo:hi]]
+        every = np.arange(len(window.users))
+        k, rows_at, items_at = ranker.config.selection_k, rows.numpy(), candidates.items.numpy()
+        return (
+            candidate_ap(rows_at, items_at, ranker.cross_fitted(candidates), judged, every, k),
+            candidate_ap(rows_at, items_at, scores.numpy(), judged, every, k),
+        )
+
+    def own_score(self, name: str, users: Tensor, as_of: int) -> EmbeddingRecommender:
         """Model `name`'s own score: inner product plus, where it has one, its history term."""
         model, pairs = self.comparison.models[name], None
         if model.history_bias is not None:
-            pairs = history_scores(model, self.interaction_history, window.users, self.as_of)
-        vectors = self.vectors(name, window.users, self.as_of)
-        return EmbeddingRecommender(window.users, *vectors, pairs)
+            pairs = history_scores(model, self.interaction_history, users, as_of)
+        return EmbeddingRecommender(users, *self.vectors(name, users, as_of), pairs)
 
     def ranked(self, name: str, window: EvaluationWindow, setup: RankerSetup) -> Recommender:
         """Model `name`'s ranker's scores of the window's users as of t2; other items follow by
@@ -320,7 +384,7 @@ class OurModels:
         (too small a fit window), the model's own score."""
         ranker = self.ranker(name, setup)
         if ranker is None:
-            return self.own_score(name, window)
+            return self.own_score(name, window.users, self.as_of)
         signals = self.signals(name, window.users, self.as_of, setup.signals)
         candidates = ranker.candidates(
             self.counts(self.as_of), window.users, signals, setup.behavioural
@@ -345,7 +409,7 @@ class OurModels:
         fitted = {name: by_ranker(name) for name in comparison.models}
         views: dict[str, Fitted] = {
             CONTENT_ONLY: content_only,
-            NO_RANKER: lambda window: self.own_score(OURS, window),
+            NO_RANKER: lambda window: self.own_score(OURS, window.users, as_of),
             **{view: by_ranker(OURS, setup) for view, setup in RANKER_VIEWS.items()},
         }
         fitted.update({name: views[name] for name in comparison.views})

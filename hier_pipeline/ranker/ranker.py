@@ -40,7 +40,7 @@ from sklearn.ensemble import HistGradientBoostingClassifier
 from torch import Tensor
 
 from hier_pipeline.ranker.counts import COLD_ITEM, Counts, feature_names, item_columns
-from hier_pipeline.ranker.selection import candidate_map, user_folds
+from hier_pipeline.ranker.selection import candidate_ap, user_folds
 from hier_pipeline.ranking.metrics import PairScores, UserItems
 
 CHUNK = 256  # ranked users per dense signal block
@@ -112,6 +112,9 @@ class InterestRanker:
         self.fit_relevant = 0  # relevant candidates of the fit window
         self.leaves = config.leaf_grid[-1]  # the trees' size the fit chose
         self.held_out_map: dict[int, float] = {}  # size -> its mean held-out MAP@k
+        # the fit window's users' folds, and the folds whose fits of the chosen size are kept
+        self.fold_of_user = np.zeros(0, dtype=np.int64)
+        self.held_out_folds: list[int] = []
 
     @staticmethod
     def feature_names(stages: list[str], signals: Mapping[str, Signal]) -> list[str]:
@@ -160,8 +163,12 @@ class InterestRanker:
         seen = counts.seen(users[rows], items)
         return Candidates(rows, items, features, seen, item_columns(counts.log.stages), blind_at)
 
-    def fit(self, candidates: Candidates, relevant: UserItems) -> None:
-        """Learn P(relevant) of the candidates; `relevant` rows are the candidates' rows."""
+    def fit(
+        self, candidates: Candidates, relevant: UserItems, judged: UserItems | None = None
+    ) -> None:
+        """Learn P(relevant) of the candidates; `relevant` rows are the candidates' rows. The
+        trees' size is chosen on held-out users' `judged` items (default: `relevant`): the target
+        stage's, where `relevant` has shallower stages stand in for a sparse one."""
         labels = relevant.has(candidates.rows, candidates.items).numpy()
         config = self.config
         if labels.sum() < config.min_relevant or labels.all():
@@ -171,7 +178,9 @@ class InterestRanker:
             )
         self.fit_relevant = int(labels.sum())
         features = self.fit_features(candidates)
-        self.leaves, held_out_fits = self._choose_leaves(candidates, features, labels, relevant)
+        self.leaves, held_out_fits = self._choose_leaves(
+            candidates, features, labels, relevant if judged is None else judged
+        )
         whole = _fitted(self._classifier(self.leaves), features, labels)
         self.classifiers = [whole, *held_out_fits]
 
@@ -193,32 +202,34 @@ class InterestRanker:
         candidates: Candidates,
         features: np.ndarray,
         labels: np.ndarray,
-        relevant: UserItems,
+        judged: UserItems,
     ) -> tuple[int, list[HistGradientBoostingClassifier]]:
-        """The `leaf_grid` size with the best mean MAP@k over held-out users (`selection.py`):
-        fitted on the other folds' `features` (items shown as new included), scored on the
-        held-out fold's candidates as serving sees them. Ties: the smaller trees. Returns the
-        size and its fits, one per fold."""
+        """The `leaf_grid` size with the best mean MAP@k of `judged` over held-out users
+        (`selection.py`): fitted on the other folds' `features` (items shown as new included),
+        scored on the held-out fold's candidates as serving sees them. Ties: the smaller trees.
+        Returns the size and its fits, one per fold of `held_out_folds`."""
         config = self.config
         if len(config.leaf_grid) == 1:
             return config.leaf_grid[0], []
+        self.fold_of_user = user_folds(judged.num_users, config.selection_folds, config.seed)
+        fold = self.fold_of_user[candidates.rows.numpy()]
         rows, items = candidates.rows.numpy(), candidates.items.numpy()
-        fold_of_user = user_folds(relevant.num_users, config.selection_folds, config.seed)
-        fold = fold_of_user[rows]
         held_out: dict[int, list[float]] = {leaves: [] for leaves in config.leaf_grid}
         fits: dict[int, list[HistGradientBoostingClassifier]] = {s: [] for s in config.leaf_grid}
+        self.held_out_folds = []
         for k in range(config.selection_folds):
             fit, held = fold != k, fold == k
             if not labels[fit].any() or labels[fit].all():
                 continue
-            users = np.flatnonzero(fold_of_user == k)
+            self.held_out_folds.append(k)
+            users = np.flatnonzero(self.fold_of_user == k)
             for leaves in config.leaf_grid:
                 classifier = _fitted(self._classifier(leaves), features[fit], labels[fit])
                 scores = classifier.predict_proba(candidates.features[held])[:, 1]
-                figure = candidate_map(
-                    rows[held], items[held], scores, relevant, users, config.selection_k
+                figures = candidate_ap(
+                    rows[held], items[held], scores, judged, users, config.selection_k
                 )
-                held_out[leaves].append(figure)
+                held_out[leaves].append(float(figures.mean()) if len(figures) else float("nan"))
                 fits[leaves].append(classifier)
         self.held_out_map = {
             leaves: float(np.nanmean(figures)) if figures else float("nan")
@@ -226,6 +237,18 @@ class InterestRanker:
         }
         best = max(self.held_out_map.items(), key=lambda pair: np.nan_to_num(pair[1], nan=-1.0))
         return best[0], fits[best[0]]
+
+    def cross_fitted(self, candidates: Candidates) -> np.ndarray:
+        """Each of the fit's candidates scored by the chosen size's fit that held its user out
+        (NaN where no fit did: one size, no folds): what the ranker does for users it has not
+        seen, to hold other rankings of the same users against. Shapes: -> [P]."""
+        scores = np.full(len(candidates.rows), np.nan)
+        fold = self.fold_of_user[candidates.rows.numpy()] if len(self.fold_of_user) else None
+        for k, classifier in zip(self.held_out_folds, self.classifiers[1:], strict=True):
+            assert fold is not None
+            held = fold == k
+            scores[held] = classifier.predict_proba(candidates.features[held])[:, 1]
+        return scores
 
     def fit_features(self, candidates: Candidates) -> np.ndarray:
         """What the fit sees: the features with a `cold_item_rate` share of items, drawn by seed,

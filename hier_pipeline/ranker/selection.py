@@ -26,19 +26,19 @@ def user_folds(num_users: int, folds: int, seed: int) -> NDArray[np.int64]:
     return fold
 
 
-def candidate_map(
+def candidate_ap(
     rows: NDArray[np.int64],
     items: NDArray[np.int64],
     scores: NDArray[np.floating],
     relevant: UserItems,
     users: NDArray[np.int64],
     k: int,
-) -> float:
-    """MAP@k (the evaluation's, `per_user_metrics`) of `users` when each is shown their
-    candidates best score first; a user's relevant items that are no candidate count as missed.
-    Users without a relevant item are left out; none left: NaN.
+) -> NDArray[np.floating]:
+    """AP@k (the evaluation's, `per_user_metrics`) of each of `users` with a relevant item, in
+    row order (to pair two rankings of the same users), when each is shown their candidates
+    best score first; a user's relevant items that are no candidate count as missed.
 
-    Shapes: rows, items, scores [P] (rows index `relevant`'s users)."""
+    Shapes: rows, items, scores [P] (rows index `relevant`'s users) -> [judged users]."""
     order = np.lexsort((-scores, rows))
     rows, items = rows[order], items[order]
     position = np.arange(len(rows)) - np.searchsorted(rows, rows)  # 0 = the user's best
@@ -47,5 +47,4 @@ def candidate_map(
     topk[rows[top], position[top]] = torch.from_numpy(items[top])
     per_user = per_user_metrics(topk, relevant, (k,))[f"map@{k}"].numpy()
     judged = np.flatnonzero(relevant.counts().numpy() > 0)  # per_user's users, in order
-    chosen = np.isin(judged, users)
-    return float(per_user[chosen].mean()) if chosen.any() else float("nan")
+    return per_user[np.isin(judged, users)]

@@ -164,9 +164,34 @@ def test_our_own_score_is_the_full_ranking_of_the_model_as_of_t2(compared: Compa
     assert len(window.users) == report.users
     for metric in ("map@10", "ndcg@10", "recall@50"):
         assert report.models[NO_RANKER][metric] == pytest.approx(expected[metric], abs=1e-6)
-    # the tiny world's fit window holds too few purchases for the ranker: our row is this score
+
+
+def test_a_sparse_target_is_ranked_from_shallower_stages_judged_on_its_own_events(
+    compared: Compared,
+) -> None:
+    """The tiny world's fit window holds too few purchases for the ranker: the stages above
+    stand in until enough relevant pairs are left, and the window's users' own purchases judge
+    that ranker against the model's own score (here it serves). Where no stage leaves enough,
+    our row is the model's own score."""
+    setting = compared.report.settings["hier"]
+    assert setting["ranker"] == "fitted"
+    stages = compared.graph.metadata.stages
+    assert setting["labels"] == stages[-len(setting["labels"]) :]
+    assert len(setting["labels"]) > 1 and setting["relevant"] >= RankerConfig().min_relevant
+    judged = setting["held_out_target_map"]
+    assert judged["users"] >= 1 and 0.0 <= judged["own_score"] <= 1.0
+    assert compared.report.models["hier"] != compared.report.models[NO_RANKER]
+    comparison = Comparison(
+        models={"hier": compared.model},
+        fanouts=TINY.fanouts,
+        views=(NO_RANKER,),
+        baselines=("popularity",),
+        ranker=RankerConfig(min_relevant=10**6),
+    )
+    graph, split = compared.graph, compared.split
+    report = evaluate_models("tiny", graph, compared.content, split, comparison)
     assert report.settings["hier"]["ranker"].startswith("none, own score")
-    assert report.models["hier"] == report.models[NO_RANKER]
+    assert report.models["hier"] == report.models[NO_RANKER] == compared.report.models[NO_RANKER]
 
 
 def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compared) -> None:
@@ -184,6 +209,7 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
     setting = report.settings["hier"]
     assert setting == {
         "ranker": "fitted",
+        "labels": [compared.graph.metadata.stages[-1]],  # the target stage alone
         "relevant": setting["relevant"],
         "leaves": setting["leaves"],
         "held_out_map": setting["held_out_map"],

@@ -10,8 +10,9 @@ import torch.nn.functional as F
 from hier_pipeline.evaluation.interest_recommender import RankedRecommender
 from hier_pipeline.ranker.counts import COLD_ITEM, SECONDS_PER_DAY, Counts, FunnelLog
 from hier_pipeline.ranker.ranker import InnerProduct, InterestRanker, RankerConfig, TooFewLabels
+from hier_pipeline.ranker.selection import candidate_ap
 from hier_pipeline.ranking.metrics import PairScores, UserItems
-from hier_pipeline.ranking.window import EvaluationWindow, target_window
+from hier_pipeline.ranking.window import EvaluationWindow, target_window, window_items
 
 HORIZON = int(60 * SECONDS_PER_DAY)  # the tiny world: 52 purchases over 176 days
 
@@ -172,6 +173,55 @@ def test_the_fit_chooses_its_tree_size_on_held_out_users(world: tuple) -> None:
     assert len(chosen.classifiers) == 1 + chosen.config.selection_folds  # the whole and each fold
     fixed = rankers["fixed"]
     assert fixed.leaves == 7 and fixed.held_out_map == {} and len(fixed.classifiers) == 1
+
+
+def test_cross_fitted_scores_are_the_held_out_fits_of_the_chosen_size(world: tuple) -> None:
+    """Each candidate is scored by the chosen size's fit that held its user out: their MAP@10
+    per fold gives that size's `held_out_map` back, and ranking the relevant items first (an
+    oracle over the candidates) reaches at least every size's figure."""
+    graph, log, start = world
+    window = target_window(graph, start, start + HORIZON, max_users=1000)
+    config = RankerConfig(seed=3, min_relevant=5, leaf_grid=(3, 7))
+    ranker = InterestRanker(config)
+    candidates = ranker.candidates(Counts(log, start, HORIZON), window.users, {})
+    ranker.fit(candidates, window.relevant)
+    assert ranker.held_out_folds == [0, 1, 2]
+    scores = ranker.cross_fitted(candidates)
+    assert np.isfinite(scores).all()
+    rows, items = candidates.rows.numpy(), candidates.items.numpy()
+    fold = ranker.fold_of_user[rows]
+    per_fold = [
+        candidate_ap(
+            rows[fold == k],
+            items[fold == k],
+            scores[fold == k],
+            window.relevant,
+            np.flatnonzero(ranker.fold_of_user == k),
+            10,
+        ).mean()
+        for k in ranker.held_out_folds
+    ]
+    assert np.mean(per_fold) == pytest.approx(ranker.held_out_map[ranker.leaves])
+    every = np.arange(len(window.users))
+    oracle = window.relevant.has(candidates.rows, candidates.items).numpy().astype(float)
+    best = candidate_ap(rows, items, oracle, window.relevant, every, 10)
+    assert len(best) == int((window.relevant.counts() > 0).sum())
+    assert best.mean() >= candidate_ap(rows, items, scores, window.relevant, every, 10).mean()
+
+
+def test_a_shallower_stage_widens_the_window_and_its_labels(world: tuple) -> None:
+    """With the stage above the target, the window holds every target user and item and more."""
+    graph, _, start = world
+    target = target_window(graph, start, start + HORIZON, max_users=1000)
+    wider = target_window(graph, start, start + HORIZON, max_users=1000, stages=2)
+    assert set(target.users.tolist()) < set(wider.users.tolist())
+    own = window_items(graph, wider.users, start, start + HORIZON)  # their target items
+    row = {user: r for r, user in enumerate(wider.users.tolist())}
+    for r, user in enumerate(target.users.tolist()):
+        items = set(target.relevant.rows(r, r + 1)[1].tolist())
+        assert items == set(own.rows(row[user], row[user] + 1)[1].tolist())
+        assert items <= set(wider.relevant.rows(row[user], row[user] + 1)[1].tolist())
+    assert wider.relevant.counts().sum() > own.counts().sum()
 
 
 def test_a_feature_without_a_single_value_is_no_error(world: tuple) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from hier_pipeline.ranker.selection import candidate_map, user_folds
+from hier_pipeline.ranker.selection import candidate_ap, user_folds
 from hier_pipeline.ranking.metrics import UserItems, per_user_metrics
 
 
@@ -16,9 +16,9 @@ def test_folds_are_balanced_and_fixed_by_seed() -> None:
     assert not np.array_equal(fold, user_folds(100, 3, seed=6))
 
 
-def test_candidate_map_is_the_evaluations_map_of_the_candidates_best_first() -> None:
-    """Against `per_user_metrics` on the same lists; relevant items that are no candidate count
-    as missed, users outside `users` or without a relevant item are left out."""
+def test_candidate_ap_is_the_evaluations_ap_of_the_candidates_best_first() -> None:
+    """Against `per_user_metrics` on the same lists, user by user; relevant items that are no
+    candidate count as missed, users outside `users` or without a relevant item are left out."""
     rng = np.random.default_rng(0)
     num_users, num_items, k = 40, 60, 10
     rows, items = np.nonzero(rng.random((num_users, num_items)) < 0.3)
@@ -39,9 +39,9 @@ def test_candidate_map_is_the_evaluations_map_of_the_candidates_best_first() -> 
     expected = per_user_metrics(topk, relevant, (k,))[f"map@{k}"]
     judged = relevant.counts().numpy() > 0
     chosen = np.isin(np.flatnonzero(judged), users)
-    got = candidate_map(rows, items, scores, relevant, users, k)
-    assert np.isclose(got, expected.numpy()[chosen].mean())
-    assert 0.0 < got < 1.0
+    got = candidate_ap(rows, items, scores, relevant, users, k)
+    assert np.allclose(got, expected.numpy()[chosen])
+    assert 0.0 < got.mean() < 1.0
     assert labels.any()
-    nobody = candidate_map(rows, items, scores, relevant, np.arange(5), k)
-    assert np.isnan(nobody)
+    nobody = candidate_ap(rows, items, scores, relevant, np.arange(5), k)
+    assert len(nobody) == 0
