@@ -57,7 +57,6 @@ from hier_pipeline.evaluation.ranker_setup import (
 from hier_pipeline.evaluation.report import OURS
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
-from hier_pipeline.interests.held_out import first_unless_clearly_beaten
 from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
 from hier_pipeline.interests.shares import LevelShares, level_shares
 from hier_pipeline.interests.tokens import TokenConfig
@@ -83,8 +82,8 @@ from hier_pipeline.ranking.window import EvaluationWindow, target_window, window
 
 TOKENS = f"{OURS}_tokens"
 _NOT_BETTER = (
-    "a ranker on shallower stages' labels ranks the held-out target events clearly worse than "
-    "the model's own score (held_out_target_map)"
+    "a ranker on shallower stages' labels ranks the held-out target events no better than the "
+    "model's own score (held_out_target_map)"
 )
 
 
@@ -304,9 +303,11 @@ class OurModels:
         Whether a shallower stage says what the target will be is a property of the data (on a
         grocery sample, ordinary purchases teach staples, not coupon purchases), so the window's
         users' own target events judge it: ranked by the fits that held each user out
-        (`InterestRanker.cross_fitted`) against the model's own score, per user. The ranker
-        serves unless the own score is better by `first_unless_clearly_beaten`'s margin: the
-        own score's figure here is optimistic, since the model early-stopped on this window."""
+        (`InterestRanker.cross_fitted`) and by the model's own score; the better mean AP@k
+        serves. A margin in standard errors was tried first, for the ranker (the own score
+        early-stopped on this window, so its figure here is optimistic): on a 10% household
+        sample of Complete Journey it kept a ranker at a sixth of the own score's figure (55
+        users, heavy-tailed AP), and lost to the own score on the test window."""
         comparison, stages = self.comparison, self.graph.metadata.stages
         config = setup.configured(replace(comparison.ranker, seed=comparison.seed))
         too_few = ""
@@ -342,7 +343,7 @@ class OurModels:
                     "own_score": float(own.mean()),
                     "users": len(own),
                 }
-                if first_unless_clearly_beaten([torch.from_numpy(r) for r in (ranked, own)]) == 0:
+                if ranked.mean() > own.mean():
                     return ranker, setting
             return None, {**setting, "ranker": f"none, own score: {too_few}; " + _NOT_BETTER}
         return None, {"ranker": f"none, own score: {too_few}"}
