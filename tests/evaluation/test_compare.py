@@ -166,32 +166,52 @@ def test_our_own_score_is_the_full_ranking_of_the_model_as_of_t2(compared: Compa
         assert report.models[NO_RANKER][metric] == pytest.approx(expected[metric], abs=1e-6)
 
 
-def test_a_sparse_target_is_ranked_from_shallower_stages_judged_on_its_own_events(
-    compared: Compared,
-) -> None:
-    """The tiny world's fit window holds too few purchases for the ranker: the stages above
-    stand in until enough relevant pairs are left, and the window's users' own purchases judge
-    that ranker against the model's own score (here it serves). Where no stage leaves enough,
-    our row is the model's own score."""
-    setting = compared.report.settings["hier"]
-    assert setting["ranker"] == "fitted"
-    stages = compared.graph.metadata.stages
-    assert setting["labels"] == stages[-len(setting["labels"]) :]
-    assert len(setting["labels"]) > 1 and setting["relevant"] >= RankerConfig().min_relevant
-    judged = setting["held_out_target_map"]
-    assert judged["users"] >= 1 and 0.0 <= judged["own_score"] <= 1.0
-    assert compared.report.models["hier"] != compared.report.models[NO_RANKER]
+def _randomised(model: GraphEncoder) -> GraphEncoder:
+    """`model` with every weight drawn at random (seeded): a model that learned nothing."""
+    broken = copy.deepcopy(model)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for parameter in broken.parameters():
+            parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    return broken
+
+
+def _evaluated(compared: Compared, model: GraphEncoder, floor: int) -> EvaluationReport:
+    """`model` as our row against popularity, with the ranker's floor of relevant pairs."""
     comparison = Comparison(
-        models={"hier": compared.model},
+        models={"hier": model},
         fanouts=TINY.fanouts,
         views=(NO_RANKER,),
         baselines=("popularity",),
-        ranker=RankerConfig(min_relevant=10**6),
+        ranker=RankerConfig(min_relevant=floor),
     )
-    graph, split = compared.graph, compared.split
-    report = evaluate_models("tiny", graph, compared.content, split, comparison)
-    assert report.settings["hier"]["ranker"].startswith("none, own score")
-    assert report.models["hier"] == report.models[NO_RANKER] == compared.report.models[NO_RANKER]
+    return evaluate_models("tiny", compared.graph, compared.content, compared.split, comparison)
+
+
+def test_a_sparse_target_is_ranked_from_shallower_stages_judged_on_its_own_events(
+    compared: Compared,
+) -> None:
+    """The tiny world's fit window holds 5 relevant purchase pairs, below the ranker's floor: the
+    stages above stand in, one more at a time, until the floor is reached (click or deeper: 29
+    pairs), and the window's users' own purchases judge that ranker against the model's own
+    score; the better serves: the trained model's own score, and the ranker where the model is
+    a random one. Where no stage leaves enough, the own score serves."""
+    stages = compared.graph.metadata.stages
+    randomised = _evaluated(compared, _randomised(compared.model), RankerConfig().min_relevant)
+    for outcome, ranked in ((compared.report, False), (randomised, True)):
+        setting = outcome.settings["hier"]
+        assert setting["labels"] == stages[-3:]
+        assert setting["relevant"] >= RankerConfig().min_relevant
+        judged = setting["held_out_target_map"]
+        assert judged["users"] >= 1
+        assert (judged["ranker"] > judged["own_score"]) == ranked
+        assert (setting["ranker"] == "fitted") == ranked
+        assert setting["ranker"].startswith("none, own score") != ranked
+        assert (outcome.models["hier"] != outcome.models[NO_RANKER]) == ranked
+    nothing = _evaluated(compared, compared.model, 10**6)
+    assert nothing.settings["hier"]["ranker"].startswith("none, own score")
+    assert "labels" not in nothing.settings["hier"]
+    assert nothing.models["hier"] == nothing.models[NO_RANKER] == compared.report.models[NO_RANKER]
 
 
 def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compared) -> None:
@@ -258,19 +278,7 @@ def test_a_randomised_model_loses_to_popularity_where_the_trained_one_wins(
 ) -> None:
     """Scored by its own score: a ranker fitted on the window's counts ranks well whatever the
     model's weights (the ranker views measure what the model adds to it)."""
-    broken = copy.deepcopy(compared.model)
-    generator = torch.Generator().manual_seed(0)
-    with torch.no_grad():
-        for parameter in broken.parameters():
-            parameter.copy_(torch.randn(parameter.shape, generator=generator))
-    comparison = Comparison(
-        models={"hier": broken},
-        fanouts=TINY.fanouts,
-        views=(),
-        baselines=("popularity",),
-        ranker=RankerConfig(min_relevant=10**6),  # no window is large enough: the own score
-    )
-    report = evaluate_models("tiny", compared.graph, compared.content, compared.split, comparison)
+    report = _evaluated(compared, _randomised(compared.model), 10**6)
     assert report.settings["hier"]["ranker"].startswith("none, own score")
     assert compared.report.beats("popularity")
     assert not report.beats("popularity")

@@ -91,7 +91,7 @@ def test_a_window_without_relevant_candidates_is_refused(world: tuple) -> None:
     ranker = InterestRanker()
     candidates = ranker.candidates(Counts(log, start, HORIZON), torch.tensor([0, 1]), {})
     nothing = UserItems.from_pairs(torch.zeros(0, dtype=torch.long), torch.zeros(0), 2, 1)
-    with pytest.raises(TooFewLabels, match="it needs at least 100"):
+    with pytest.raises(TooFewLabels, match=f"it needs at least {RankerConfig().min_relevant}"):
         ranker.fit(candidates, nothing)
 
 
