@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from hier_pipeline.evaluation.ablations import TRAINED, VIEWS
+from hier_pipeline.evaluation.ablations import DEFAULT_VIEWS, TRAINED
 from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELINES
 
 if TYPE_CHECKING:
@@ -77,12 +77,13 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     """What to compare. The trained ablations use the inherited training knobs: keep them equal to
     `interest_model`'s (the defaults are); a different architecture is refused."""
 
-    # Only the free ablations (views of the full model) by default: each trained one costs a full
-    # interest_model fit, which would triple the demo. `hier evaluate` trains all of them.
+    # Three views of the full model by default (`DEFAULT_VIEWS`): each trained ablation costs a
+    # full interest_model fit, which would triple the demo, and each ranker view a ranker fit.
+    # `hier evaluate` scores all of them.
     ablations: list[str] = Field(
-        default_factory=lambda: list(VIEWS),
-        description=f"ablations of our model to score: the default views cost no training, each "
-        f"of {list(TRAINED)} trains a model of its own",
+        default_factory=lambda: list(DEFAULT_VIEWS),
+        description=f"ablations of our model to score: the views (`hier evaluate --help`) cost no "
+        f"training, each of {list(TRAINED)} trains a model of its own",
     )
     baselines: list[str] = Field(
         default_factory=lambda: list(QUICK_BASELINES),

@@ -62,6 +62,11 @@ _NO_BIASES = {
     k: v for k, v in asdict(AttentionConfig.with_biases(False)).items() if k[:4] == "use_"
 }
 
+# The views the evaluation asset scores unless told otherwise: the ones that say what the model
+# adds (its own score, its content view alone, the ranker without the representation's signals).
+# Every ranker view refits the ranker (about 40 s each on the demo world): all of them took 6 of
+# `make demo`'s 8 minutes on 2 cores. `hier evaluate` scores every view.
+DEFAULT_VIEWS = (CONTENT_ONLY, NO_RANKER, NO_REPRESENTATION)
 TRAINED: dict[str, Callable[[TrainConfig], TrainConfig]] = {
     "hier_no_bias": lambda c: replace(
         c, model=replace(c.model, attention=replace(c.model.attention, **_NO_BIASES))
