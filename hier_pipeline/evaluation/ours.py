@@ -40,6 +40,7 @@ from hier_pipeline.evaluation.interest_recommender import (
     TokenRecommender,
     content_item_vectors,
 )
+from hier_pipeline.evaluation.ranker_fit import FitWindow, fit_ranker
 from hier_pipeline.evaluation.ranker_setup import (
     CONTENT_HALF_LIFE_DAYS,
     CONTENT_KNN,
@@ -65,26 +66,16 @@ from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import history_scores
 from hier_pipeline.model.network import InterestModel
 from hier_pipeline.ranker.counts import Counts, FunnelLog
-from hier_pipeline.ranker.paths import PREFIX as PATH_PREFIX
 from hier_pipeline.ranker.paths import PathScores, schema_paths
 from hier_pipeline.ranker.ranker import (
-    CHUNK,
-    Candidates,
     InnerProduct,
     InterestRanker,
     RankerConfig,
     Signal,
-    TooFewLabels,
 )
-from hier_pipeline.ranker.selection import candidate_ap
-from hier_pipeline.ranking.metrics import UserItems
-from hier_pipeline.ranking.window import EvaluationWindow, target_window, window_items
+from hier_pipeline.ranking.window import EvaluationWindow
 
 TOKENS = f"{OURS}_tokens"
-_NOT_BETTER = (
-    "a ranker on shallower stages' labels ranks the held-out target events no better than the "
-    "model's own score (held_out_target_map)"
-)
 
 
 @dataclass(frozen=True)
@@ -283,94 +274,22 @@ class OurModels:
 
     def ranker(self, name: str, setup: RankerSetup) -> InterestRanker | None:
         """Model `name`'s ranker of `setup`, fitted on [t2 - horizon, t2) from what was known at
-        its start; None where the model's own score ranks instead (`_fit_ranker`)."""
+        its start; None where the model's own score ranks instead (`ranker_fit.py`)."""
         if (name, setup) not in self._rankers:
-            start = self.as_of - self.horizon
-            fitted, setting = self._fit_ranker(name, setup, start)
+            start, comparison = self.as_of - self.horizon, self.comparison
+            window = FitWindow(self.graph, start, self.as_of, comparison.max_users, comparison.seed)
+            fitted, setting = fit_ranker(
+                window,
+                setup.configured(replace(comparison.ranker, seed=comparison.seed)),
+                self.counts(start),
+                lambda users: self.signals(name, users, start, setup.signals),
+                lambda users: partial(_own_rows, self.own_score(name, users, start), users),
+                setup.behavioural,
+            )
             if setup == FULL:
                 self.settings[name] = {**setting, "fit_window": [start, self.as_of]}
             self._rankers[name, setup] = fitted
         return self._rankers[name, setup]
-
-    def _fit_ranker(
-        self, name: str, setup: RankerSetup, start: int
-    ) -> tuple[InterestRanker | None, dict[str, object]]:
-        """The ranker fitted on the window's users with a target-stage event (at most
-        `max_users`), and its setting.
-
-        Where the target stage leaves too few relevant candidates (`TooFewLabels`, a small
-        database), the stage above stands in as well, one more at a time until enough are left.
-        Whether a shallower stage says what the target will be is a property of the data (on a
-        grocery sample, ordinary purchases teach staples, not coupon purchases), so the window's
-        users' own target events judge it: ranked by the fits that held each user out
-        (`InterestRanker.cross_fitted`) and by the model's own score; the better mean AP@k
-        serves. A margin in standard errors was tried first, for the ranker (the own score
-        early-stopped on this window, so its figure here is optimistic): on a 10% household
-        sample of Complete Journey it kept a ranker at a sixth of the own score's figure (55
-        users, heavy-tailed AP), and lost to the own score on the test window."""
-        comparison, stages = self.comparison, self.graph.metadata.stages
-        config = setup.configured(replace(comparison.ranker, seed=comparison.seed))
-        too_few = ""
-        for depth in range(1, len(stages) + 1):
-            window = target_window(
-                self.graph, start, self.as_of, comparison.max_users, comparison.seed, depth
-            )
-            judged = window_items(self.graph, window.users, start, self.as_of)
-            ranker = InterestRanker(config)
-            signals = self.signals(name, window.users, start, setup.signals)
-            candidates = ranker.candidates(
-                self.counts(start), window.users, signals, setup.behavioural
-            )
-            try:
-                ranker.fit(candidates, window.relevant, judged)
-            except TooFewLabels as error:
-                too_few = too_few or str(error)
-                continue
-            setting: dict[str, object] = {
-                "ranker": "fitted",
-                "labels": stages[-depth:],
-                "relevant": ranker.fit_relevant,
-                "leaves": ranker.leaves,
-                "held_out_map": ranker.held_out_map,
-                "paths": [name for name in signals if name.startswith(PATH_PREFIX)],
-            }
-            if depth == 1:
-                return ranker, setting
-            if ranker.held_out_folds:  # else nothing to judge it on: one tree size, no folds
-                ranked, own = self._held_out_ap(name, window, candidates, ranker, judged)
-                setting["held_out_target_map"] = {
-                    "ranker": float(ranked.mean()),
-                    "own_score": float(own.mean()),
-                    "users": len(own),
-                }
-                if ranked.mean() > own.mean():
-                    return ranker, setting
-            return None, {**setting, "ranker": f"none, own score: {too_few}; " + _NOT_BETTER}
-        return None, {"ranker": f"none, own score: {too_few}"}
-
-    def _held_out_ap(
-        self,
-        name: str,
-        window: EvaluationWindow,
-        candidates: Candidates,
-        ranker: InterestRanker,
-        judged: UserItems,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """AP@k of the fit window's users' `judged` items, ranked by `ranker`'s fits that held
-        each user out and by the model's own score (`own_score`) as of the window's start.
-        Shapes: -> [judged users] twice, paired."""
-        own, rows = self.own_score(name, window.users, window.start), candidates.rows
-        scores = torch.zeros(len(rows))
-        for begin in range(0, len(window.users), CHUNK):
-            lo, hi = torch.searchsorted(rows, torch.tensor([begin, begin + CHUNK])).tolist()
-            dense = own.score(window.users[begin : begin + CHUNK])
-            scores[lo:hi] = dense[rows[lo:hi] - begin, candidates.items[lo:hi]]
-        every = np.arange(len(window.users))
-        k, rows_at, items_at = ranker.config.selection_k, rows.numpy(), candidates.items.numpy()
-        return (
-            candidate_ap(rows_at, items_at, ranker.cross_fitted(candidates), judged, every, k),
-            candidate_ap(rows_at, items_at, scores.numpy(), judged, every, k),
-        )
 
     def own_score(self, name: str, users: Tensor, as_of: int) -> EmbeddingRecommender:
         """Model `name`'s own score: inner product plus, where it has one, its history term."""
@@ -423,3 +342,8 @@ def _share(shares: LevelShares, level: int, tie_break: Tensor, rows: Tensor) -> 
     """A token-share signal: the level's shares plus the items' tie-break. Shapes: rows [R],
     tie_break [I] -> [R, I]."""
     return shares.score(level, rows) + tie_break
+
+
+def _own_rows(own: EmbeddingRecommender, users: Tensor, rows: Tensor) -> Tensor:
+    """The own score as a ranker `Signal` over rows of `users`. Shapes: rows [R] -> [R, I]."""
+    return own.score(users[rows])
