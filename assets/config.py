@@ -117,15 +117,25 @@ class HierarchyLaunchConfig(dg.Config):
     seed: int = Field(
         default=0, description="seed of the k-means runs (stability is measured against seed + 1)"
     )
+    modalities: list[str] = Field(
+        default_factory=list,
+        description="content the finest codes read, of text, image; empty: chosen on held-out"
+        " events",
+    )
 
     def to_core(self) -> "HierarchyConfig":
+        from hier_pipeline.interests.fusion import MODALITIES
         from hier_pipeline.interests.hierarchy import HierarchyConfig
 
+        known = [name for name, _ in MODALITIES]
+        if unknown := sorted(set(self.modalities) - set(known)):
+            raise ValueError(f"hierarchy config: unknown modalities {unknown}; known: {known}")
         return HierarchyConfig(
             levels=self.levels,
             items_per_leaf=self.items_per_leaf,
             sizes=tuple(self.sizes) or None,
             seed=self.seed,
+            modalities=tuple(self.modalities) or None,
         )
 
 

@@ -89,7 +89,13 @@ class Materialised:
 def materialised(
     interest_inputs: InterestInputs, tmp_path_factory: pytest.TempPathFactory
 ) -> Materialised:
-    home = tmp_path_factory.mktemp("home")
+    return materialise_interests(interest_inputs, tmp_path_factory.mktemp("home"))
+
+
+def materialise_interests(
+    interest_inputs: InterestInputs, home: Path, config: dict[str, object] | None = None
+) -> Materialised:
+    """The two interests assets and their checks, `config` the hierarchy's launch config."""
     upstream = {
         "raw_tables": interest_inputs.report,
         "relational_graph": interest_inputs.graph,
@@ -109,6 +115,7 @@ def materialised(
             "storage": StorageResource(root=str(home)),
             "io_manager": dg.IOManagerDefinition.hardcoded_io_manager(HandedOver(upstream)),
         },
+        run_config={"ops": {"interest_hierarchy": {"config": config or {}}}},
         instance=dg.DagsterInstance.ephemeral(),
     )
     return Materialised(result, home)

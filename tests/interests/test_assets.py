@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import base64
+from pathlib import Path
 
+import pytest
+
+from assets.config import HierarchyLaunchConfig
 from hier_pipeline.interests import find_interest_folder
-from tests.interests.conftest import Materialised
+from tests.interests.conftest import InterestInputs, Materialised, materialise_interests
 
 
 def test_hierarchy_and_tokens_materialise_with_passing_checks(materialised: Materialised) -> None:
@@ -42,3 +46,18 @@ def test_metadata_shows_levels_tokens_and_the_map(materialised: Materialised) ->
         "vocabulary.parquet",
         "primitives.png",
     }
+
+
+def test_the_launch_config_pins_what_the_finest_codes_read(
+    interest_inputs: InterestInputs, materialised: Materialised, tmp_path: Path
+) -> None:
+    """The default tree chooses its content on held-out events; a pinned one reads what the
+    launchpad names, and a name that is no modality is refused, named."""
+    (chosen,) = materialised.result.asset_materializations_for_node("interest_hierarchy")
+    default = chosen.metadata["finest_codes_read"].value
+    pin = "image" if default != "embedding + image" else "text"
+    pinned = materialise_interests(interest_inputs, tmp_path, {"modalities": [pin]})
+    (hierarchy,) = pinned.result.asset_materializations_for_node("interest_hierarchy")
+    assert hierarchy.metadata["finest_codes_read"].value == f"embedding + {pin}"
+    with pytest.raises(ValueError, match=r"unknown modalities \['txt'\]"):
+        HierarchyLaunchConfig(modalities=["txt"]).to_core()
