@@ -94,7 +94,9 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
         default=5000, description="evaluated users (a fixed random subset beyond it)"
     )
     baseline_steps: int = Field(
-        default=1000, description="optimisation steps per fit of a trained baseline"
+        default=1000,
+        description="step budget of a trained baseline: its grid's longest fit (successive"
+        " halving)",
     )
     baseline_seconds: float | None = Field(
         default=None,

@@ -1,8 +1,8 @@
 """Baselines on one split, one candidate set and one protocol, each tuned with the same effort.
 
     .venv/bin/python benchmarks/bench_baselines.py [DATASET_DIR] [--work DIR] [--names a,b]
-        [--max-users 1000] [--steps 1000] [--seconds S] [--ease-max-items 10000] [--seed 0]
-        [--threads 1]
+        [--max-users 1000] [--steps 1000] [--seconds S] [--halving 3,3] [--ease-max-items 10000]
+        [--seed 0] [--threads 1]
 
 Defaults to the synthetic world at scale 1 (generated into the work folder). Prints a markdown
 table of the target (deepest) stage's full-ranking metrics on [t2, end) of the dataset's default
@@ -34,6 +34,11 @@ def main() -> int:
     parser.add_argument(
         "--seconds", type=float, help="wall-clock cap per trained fit (default none: reproducible)"
     )
+    parser.add_argument(
+        "--halving",
+        default="3,3",
+        help="keep,rungs of the trained grids' successive halving (1,1: every setting at --steps)",
+    )
     parser.add_argument("--ease-max-items", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
@@ -47,7 +52,7 @@ def main() -> int:
 
 
 def run(arguments: argparse.Namespace, prepared: Any) -> int:
-    from hier_pipeline.evaluation.baselines import BASELINES, FitBudget, evaluate_baselines
+    from hier_pipeline.evaluation.baselines import BASELINES, FitBudget, Halving, evaluate_baselines
     from hier_pipeline.evaluation.compare import data_end
     from hier_pipeline.graph.split import TemporalSplit
 
@@ -72,6 +77,7 @@ def run(arguments: argparse.Namespace, prepared: Any) -> int:
         budget=FitBudget(arguments.steps, arguments.seconds),
         ease_max_items=arguments.ease_max_items,
         progress=progress,
+        halving=Halving(*map(int, arguments.halving.split(","))),
     )
     wall = time.perf_counter() - wall_started
     cpu = dict(zip(result.metrics, [b - a for a, b in pairwise(cpu_marks)], strict=True))
@@ -98,6 +104,7 @@ def run(arguments: argparse.Namespace, prepared: Any) -> int:
         "num_users": result.num_users,
         "num_cold_users": result.num_cold_users,
         "budget": {"steps": arguments.steps, "seconds": arguments.seconds},
+        "halving": arguments.halving,
         "threads": arguments.threads,
         "seconds": wall,
         "cpu_seconds": sum(cpu.values()),

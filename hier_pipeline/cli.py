@@ -182,7 +182,7 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
         "--seeds", type=int, help="trainings of our model, seed, seed + 1, ... (default 3)"
     )
     evaluate.add_argument(
-        "--baseline-steps", type=int, help="optimisation steps per trained-baseline fit"
+        "--baseline-steps", type=int, help="step budget of a trained baseline (its longest fit)"
     )
     # Training knobs of our model and its ablations, as `hier train` has them.
     evaluate.add_argument("--epochs", type=int)

@@ -57,7 +57,7 @@ class GraphMetadata:
         return (self.user_type, ENGAGED, self.item_type)
 
 
-@dataclass
+@dataclass(eq=False)  # equal only to itself: tensors have no value equality, and caches key on it
 class RelationalGraph:
     data: HeteroData
     metadata: GraphMetadata

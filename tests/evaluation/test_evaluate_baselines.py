@@ -9,6 +9,7 @@ import torch
 
 from hier_pipeline.evaluation.baselines import (
     BASELINES,
+    STEPS,
     FitBudget,
     GraphSAGERecommender,
     Interactions,
@@ -89,9 +90,17 @@ def test_every_baseline_runs_end_to_end(synthetic_pipeline) -> None:
                 assert math.isnan(value)
             else:
                 assert 0.0 <= value <= 1.0, (name, metric)
-        assert result.settings[name] in BASELINES[name].grid
+        tried = [setting for setting, _ in result.tuning[name].scores]
+        if BASELINES[name].trained:  # by successive halving: every setting, the leaders longer
+            assert {setting[STEPS] for setting in tried} == {1}  # a 1-step budget: every rung
+            assert len(tried) > len(BASELINES[name].grid)
+            tried = tried[: len(BASELINES[name].grid)]
+            assert result.settings[name][STEPS] == 1
+        chosen = {key: value for key, value in result.settings[name].items() if key != STEPS}
+        assert chosen in BASELINES[name].grid
         assert result.settings[name]["profile"] in STAGE_RATIOS  # the chosen profile is shown
-        assert len(result.tuning[name].scores) == len(BASELINES[name].grid)  # negatives exist
+        untimed = [{key: value for key, value in s.items() if key != STEPS} for s in tried]
+        assert untimed == list(BASELINES[name].grid)  # negatives exist: the whole grid
 
 
 def test_graphsage_repeat_weight_adds_own_items_on_the_fit_it_shares(synthetic_pipeline) -> None:
@@ -106,6 +115,7 @@ def test_graphsage_repeat_weight_adds_own_items_on_the_fit_it_shares(synthetic_p
     for model in (plain, blended, buy_again):
         model.fit(history)
     assert blended.model is plain.model and buy_again.model is plain.model  # one fit for all
+    assert blended.sampler is plain.sampler  # and one index of the graph
     base, scores = plain.score(users), blended.score(users)
     own = history.confidence().dense(users)
     torch.testing.assert_close(scores, base + 4.0 * base.std(dim=1, keepdim=True) * own)

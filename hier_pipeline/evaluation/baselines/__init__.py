@@ -31,11 +31,19 @@ from hier_pipeline.evaluation.baselines.recommender import (
 from hier_pipeline.evaluation.baselines.repeat import Repeat
 from hier_pipeline.evaluation.baselines.sasrec import SASRec
 from hier_pipeline.evaluation.baselines.tifuknn import TIFUKNN
-from hier_pipeline.evaluation.baselines.tuning import TuningResult, fit_and_rank, tune
+from hier_pipeline.evaluation.baselines.tuning import (
+    STEPS,
+    Halving,
+    TuningResult,
+    fit_and_rank,
+    tune,
+    tune_trained,
+)
 
 __all__ = [
     "BASELINES",
     "EASE",
+    "STEPS",
     "TIFUKNN",
     "UNSCORED",
     "Baseline",
@@ -43,6 +51,7 @@ __all__ = [
     "ContentKNN",
     "FitBudget",
     "GraphSAGERecommender",
+    "Halving",
     "HeteroSAGE",
     "Interactions",
     "ItemKNN",
@@ -64,5 +73,6 @@ __all__ = [
     "recommend",
     "repeat_rate",
     "tune",
+    "tune_trained",
     "warm_window",
 ]

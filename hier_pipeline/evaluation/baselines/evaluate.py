@@ -7,8 +7,10 @@ Protocol, in order:
      interested" subtracts, times the baseline's own axes; settings with a negative weight are
      skipped when the tuning history has no negative event, since they would repeat others) there
      and keeps the best MAP@10. Trained baselines (lightgcn, graphsage, sasrec) get the same `FitBudget`
-     per fit (default 1000 steps, no wall clock: the same seed gives the same score on a loaded
-     machine or an idle one).
+     (default 1000 steps, no wall clock: the same seed gives the same score on a loaded machine
+     or an idle one) and try their grid by successive halving (`Halving`: every fit for a ninth
+     of the steps, the best third for a third, the best of those for all), the fit's length
+     part of the chosen setting (`STEPS`).
   2. Candidates: every item of the item table. Whether a user's already-bought items stay
      candidates is decided on the tuning window: if fewer than 5% of its target-stage events repeat
      an earlier (user, item) pair (`repeat_rate`), seen items are excluded, else kept.
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 from torch import Tensor
@@ -51,7 +53,15 @@ from hier_pipeline.evaluation.baselines.recommender import FitBudget, Memo, Prof
 from hier_pipeline.evaluation.baselines.repeat import Repeat
 from hier_pipeline.evaluation.baselines.sasrec import SASRec
 from hier_pipeline.evaluation.baselines.tifuknn import TIFUKNN
-from hier_pipeline.evaluation.baselines.tuning import Setting, TuningResult, fit_and_rank, tune
+from hier_pipeline.evaluation.baselines.tuning import (
+    STEPS,
+    Halving,
+    Setting,
+    TuningResult,
+    fit_and_rank,
+    tune,
+    tune_trained,
+)
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
 from hier_pipeline.ranking.metrics import UserItems, ranking_metrics
@@ -86,9 +96,12 @@ class Baseline:
     build: Callable[[Context, Setting], Recommender]
     grid: tuple[Setting, ...]
     trained: bool = False  # optimised by gradient steps under the `FitBudget`: minutes, not seconds
+    shared: tuple[str, ...] = ()  # axes scored from one fit (`tune_trained`)
 
     def profiled(self, context: Context, setting: Setting) -> Recommender:
         own = {key: value for key, value in setting.items() if key not in PROFILE_KEYS}
+        if STEPS in own:  # a trained fit's length, chosen in tuning (`tune_trained`)
+            context = replace(context, budget=replace(context.budget, steps=own.pop(STEPS)))
         return Profiled(self.build(context, own), profile_of(setting), context.memo)
 
 
@@ -156,11 +169,13 @@ BASELINES: dict[str, Baseline] = {
         _lightgcn,
         profiled_grid({"num_layers": (1, 2, 3), "repeat_weight": (0.0, 1.0, 4.0, 16.0)}),
         trained=True,
+        shared=("repeat_weight",),
     ),
     "graphsage": Baseline(
         _graphsage,
         profiled_grid({"temperature": (0.05, 0.1, 0.2), "repeat_weight": (0.0, 1.0, 4.0, 16.0)}),
         trained=True,
+        shared=("repeat_weight",),
     ),
     "tifuknn": Baseline(
         lambda _, s: TIFUKNN(**s), profiled_grid({"neighbours": (100, 300), "alpha": (0.7, 0.9)})
@@ -227,6 +242,7 @@ def evaluate_baselines(
     ease_max_items: int = EASE_MAX_ITEMS,
     progress: Callable[[str], None] | None = None,
     fitted: Mapping[str, Fitted] | None = None,
+    halving: Halving | None = None,
 ) -> BaselineEvaluation:
     """Tune, refit and score the named baselines, then score the `fitted` models on the same
     window, as the module doc describes."""
@@ -264,14 +280,28 @@ def evaluate_baselines(
     for name in names:
         started = time.perf_counter()
         baseline = BASELINES[name]
-        tuning = tune(
-            partial(baseline.profiled, context),
-            tuning_grid(baseline.grid, tune_history),
-            tune_history,
-            tune_window,
-            result.exclude_seen,
-            k=ks[0],
-        )
+        grid = tuning_grid(baseline.grid, tune_history)
+        if baseline.trained:
+            tuning = tune_trained(
+                partial(baseline.profiled, context),
+                grid,
+                tune_history,
+                tune_window,
+                result.exclude_seen,
+                budget.steps,
+                baseline.shared,
+                halving,
+                k=ks[0],
+            )
+        else:
+            tuning = tune(
+                partial(baseline.profiled, context),
+                grid,
+                tune_history,
+                tune_window,
+                result.exclude_seen,
+                k=ks[0],
+            )
         result.tuning[name] = tuning
         score(name, baseline.profiled(context, tuning.best), started, f" with {tuning.best}")
     for name, build in fitted.items():

@@ -97,6 +97,16 @@ class HeteroSAGE(nn.Module):
         return F.normalize(out, dim=-1)
 
 
+def foreign_key_sampler(
+    graph: RelationalGraph, fanouts: tuple[int, ...]
+) -> tuple[HeteroData, TemporalNeighborSampler]:
+    """The foreign-key graph (no `engaged` shortcuts, module doc) and a sampler of its most recent
+    neighbourhoods before each seed's time: deterministic, as a production system would embed."""
+    foreign_keys = [t for t in graph.data.edge_types if t[1] not in (ENGAGED, f"rev_{ENGAGED}")]
+    data = graph.data.edge_type_subgraph(foreign_keys)
+    return data, TemporalNeighborSampler(data, SamplerConfig(fanouts, "recent"))
+
+
 class GraphSAGERecommender:
     """score(u, i) = <f(u), f(i)> + repeat_weight x sd_u x c_ui, both embedded as of the cutoff
     from their neighbourhoods before it (cold items from their own columns and content alone,
@@ -132,8 +142,6 @@ class GraphSAGERecommender:
         memo: Memo | None = None,
     ) -> None:
         self.metadata, self.content = graph.metadata, content
-        foreign_keys = [t for t in graph.data.edge_types if t[1] not in (ENGAGED, f"rev_{ENGAGED}")]
-        self.data = graph.data.edge_type_subgraph(foreign_keys)
         self.temperature, self.dim, self.layers = temperature, dim, layers
         self.budget, self.batch_size = budget, batch_size
         self.learning_rate, self.seed, self.chunk = learning_rate, seed, chunk
@@ -141,8 +149,12 @@ class GraphSAGERecommender:
         self.memo = memo or Memo()
         self.own: PairMatrix | None = None
         self.user_vectors: dict[tuple[int, ...], Tensor] = {}
-        # "recent": deterministic neighbourhoods, the latest ones, as a production system would use.
-        self.sampler = TemporalNeighborSampler(self.data, SamplerConfig(fanouts, "recent", seed))
+        # Indexing the graph for the sampler takes seconds on Complete Journey, and a grid builds
+        # one recommender per setting and rung: one index serves them all ("recent" draws no
+        # random numbers, so sharing it changes no sample).
+        self.data, self.sampler = self.memo.get(
+            "graphsage_sampler", (graph, fanouts), lambda: foreign_key_sampler(graph, fanouts)
+        )
         self.model: HeteroSAGE | None = None
         self.before = 0
         self.items = torch.zeros(0, dim)
