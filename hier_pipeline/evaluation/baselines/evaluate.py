@@ -280,28 +280,17 @@ def evaluate_baselines(
     for name in names:
         started = time.perf_counter()
         baseline = BASELINES[name]
-        grid = tuning_grid(baseline.grid, tune_history)
+        recommender_at, grid = (
+            partial(baseline.profiled, context),
+            tuning_grid(baseline.grid, tune_history),
+        )
+        window_args = (tune_history, tune_window, result.exclude_seen)
         if baseline.trained:
             tuning = tune_trained(
-                partial(baseline.profiled, context),
-                grid,
-                tune_history,
-                tune_window,
-                result.exclude_seen,
-                budget.steps,
-                baseline.shared,
-                halving,
-                k=ks[0],
+                recommender_at, grid, *window_args, budget.steps, baseline.shared, halving, k=ks[0]
             )
         else:
-            tuning = tune(
-                partial(baseline.profiled, context),
-                grid,
-                tune_history,
-                tune_window,
-                result.exclude_seen,
-                k=ks[0],
-            )
+            tuning = tune(recommender_at, grid, *window_args, k=ks[0])
         result.tuning[name] = tuning
         score(name, baseline.profiled(context, tuning.best), started, f" with {tuning.best}")
     for name, build in fitted.items():
