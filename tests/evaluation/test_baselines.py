@@ -24,7 +24,7 @@ from hier_pipeline.evaluation.baselines import (
     recommend,
 )
 from hier_pipeline.evaluation.baselines.evaluate import FIT_BUDGET
-from hier_pipeline.evaluation.baselines.interactions import DAY
+from hier_pipeline.evaluation.baselines.interactions import DAY, unique_pairs
 from hier_pipeline.evaluation.baselines.lightgcn import propagate, symmetric_adjacency
 from hier_pipeline.evaluation.baselines.profiles import (
     NEGATIVE_WEIGHTS,
@@ -83,12 +83,13 @@ def test_recommend_orders_ties_by_popularity_then_id_and_excludes() -> None:
     ]
 
 
+@pytest.mark.parametrize("k", [3, 8])  # 3: ties settled among the tie order's first 12 items
 @pytest.mark.parametrize("seed", range(5))
-def test_recommend_equals_a_full_sort_by_score_then_popularity_then_id(seed: int) -> None:
+def test_recommend_equals_a_full_sort_by_score_then_popularity_then_id(seed: int, k: int) -> None:
     """Random scores with many ties (few distinct values, UNSCORED runs) and excluded items,
     against Python's sort of every (score, popularity, -id) triple."""
     generator = torch.Generator().manual_seed(seed)
-    users, items, k = 40, 30, 8
+    users, items = 40, 30
     scores = torch.randint(0, 4, (users, items), generator=generator).float() / 4
     scores[torch.rand(users, items, generator=generator) < 0.3] = UNSCORED
     popularity = torch.randint(0, 3, (items,), generator=generator).float()
@@ -111,6 +112,18 @@ def test_pair_weights_decay_by_half_life() -> None:
     pairs = history.pair_weights(half_life_days=10.0)
     assert pairs.dense(torch.tensor([0, 1])).tolist() == [[0.0, 0.5 + 0.5], [0.25, 0.0]]
     assert history.popularity().tolist() == [1.0, 1.5]
+
+
+@pytest.mark.parametrize("low", [0, -50])
+def test_unique_pairs_equals_torch_unique_over_columns(low: int) -> None:
+    generator = torch.Generator().manual_seed(0)
+    first = torch.randint(-3, 40, (5000,), generator=generator)
+    second = torch.randint(low, 100, (5000,), generator=generator)
+    pairs, inverse = unique_pairs(first, second)
+    expected, expected_inverse = torch.unique(
+        torch.stack([first, second]), dim=1, return_inverse=True
+    )
+    assert torch.equal(pairs, expected) and torch.equal(inverse, expected_inverse)
 
 
 def test_a_profile_reweighs_stages_and_subtracts_not_interested() -> None:

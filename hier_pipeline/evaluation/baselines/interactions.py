@@ -43,6 +43,19 @@ def sparse_product(left: Tensor, right: Tensor) -> Tensor:
         return left @ right
 
 
+def unique_pairs(first: Tensor, second: Tensor) -> tuple[Tensor, Tensor]:
+    """`torch.unique(torch.stack([first, second]), dim=1, return_inverse=True)` through one int64
+    key per pair: the same pairs in the same (lexicographic) order, where `unique(dim=1)` sorts
+    columns 20x slower (36 of TIFU-KNN's 60 s on Complete Journey).
+
+    Shapes: first, second [E] long -> pairs [2, P], inverse [E]."""
+    if not len(first):
+        return torch.zeros(2, 0, dtype=torch.long), torch.zeros(0, dtype=torch.long)
+    low, high = int(second.min()), int(second.max())
+    keys, inverse = torch.unique(first * (high - low + 1) + (second - low), return_inverse=True)
+    return torch.stack([keys // (high - low + 1), keys % (high - low + 1) + low]), inverse
+
+
 def csr_entries(rowptr: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
     """(position in `rows`, entry index) of every entry of the given CSR rows, row by row.
 

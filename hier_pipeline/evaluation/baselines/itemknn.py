@@ -12,6 +12,7 @@ from torch import Tensor
 from hier_pipeline.evaluation.baselines.interactions import (
     Interactions,
     PairMatrix,
+    csr_entries,
     sparse,
     sparse_product,
 )
@@ -20,7 +21,9 @@ from hier_pipeline.evaluation.baselines.recommender import Memo
 
 @dataclass(frozen=True)
 class Neighbours:
-    """Each item's most similar items, best first. Shapes: item, other, similarity, rank [N]."""
+    """Each item's most similar items. Entries are ordered by item, then by the other item (the
+    order of a CSR matrix, so `matrix` needs no sort); `rank` says how similar each is.
+    Shapes: item, other, similarity, rank [N]."""
 
     item: Tensor
     other: Tensor
@@ -32,23 +35,25 @@ class Neighbours:
     def from_rows(
         items: Tensor, similarity: Tensor, depth: int, columns: Tensor | None = None
     ) -> Neighbours:
-        """The `depth` most similar others of each of `items`, from their rows of `similarity`
-        (positive similarities only), whose columns are the items `columns` (None: all, in order).
-        Shapes: items [C], similarity [C, K], columns [K]."""
+        """The `depth` most similar others of each of `items` (ascending), from their rows of
+        `similarity` (positive similarities only), whose columns are the items `columns`
+        (ascending; None: all, in order). Shapes: items [C], similarity [C, K], columns [K]."""
         top = similarity.topk(min(depth, similarity.shape[1]), dim=1)
-        keep = top.values > 0
-        others = top.indices if columns is None else columns[top.indices]
+        order = top.indices.sort(dim=1).indices  # by column within each row, as CSR lists them
+        indices, values = top.indices.gather(1, order), top.values.gather(1, order)
+        keep = values > 0
+        others = indices if columns is None else columns[indices]
         return Neighbours(
             items.unsqueeze(1).expand_as(keep)[keep],
             others[keep],
-            top.values[keep],
-            torch.arange(keep.shape[1]).expand_as(keep)[keep],
+            values[keep],
+            order[keep],
             depth,
         )
 
     @staticmethod
     def concat(parts: list[Neighbours], depth: int) -> Neighbours:
-        """The tables of disjoint item chunks as one."""
+        """The tables of disjoint item chunks, in ascending order, as one."""
         none = torch.zeros(0, dtype=torch.long)
         return Neighbours(
             torch.cat([none, *(part.item for part in parts)]),
@@ -58,11 +63,28 @@ class Neighbours:
             depth,
         )
 
+    def expand(self, group: Tensor) -> Neighbours:
+        """The table of items that share their group's row: item i gets the entries of group
+        `group[i]` (this table's `item`s being groups). Shapes: group [I] -> a table of I items."""
+        rowptr = torch.zeros(int(group.max()) + 2, dtype=torch.long)
+        torch.cumsum(torch.bincount(self.item, minlength=len(rowptr) - 1), 0, out=rowptr[1:])
+        item, entry = csr_entries(rowptr, group)
+        return Neighbours(
+            item, self.other[entry], self.similarity[entry], self.rank[entry], self.depth
+        )
+
     def matrix(self, neighbours: int, num_items: int) -> Tensor:
         """S with each item's `neighbours` best kept: sparse CSR [items, items]."""
         keep = self.rank < neighbours
-        kept = sparse(self.item[keep], self.other[keep], self.similarity[keep], (num_items,) * 2)
-        return kept.to_sparse_csr()
+        rowptr = torch.zeros(num_items + 1, dtype=torch.long)
+        torch.cumsum(torch.bincount(self.item[keep], minlength=num_items), 0, out=rowptr[1:])
+        return torch.sparse_csr_tensor(
+            rowptr,
+            self.other[keep],
+            self.similarity[keep],
+            (num_items,) * 2,
+            check_invariants=False,  # sorted by construction (class doc)
+        )
 
 
 class ItemKNN:
@@ -118,11 +140,12 @@ class ItemKNN:
         column[active] = torch.arange(len(active))
         depth = min(self.neighbours, num_items)
         parts = []
-        for start in range(0, len(active), self.chunk):
+        block_of_chunk = torch.empty(min(self.chunk, len(active)), len(active))  # reused: no page
+        for start in range(0, len(active), self.chunk):  # faults for a fresh block every chunk
             items = active[start : start + self.chunk]
             lo, hi = torch.searchsorted(entry_item, torch.stack([items[0], items[-1] + 1])).tolist()
             local = torch.searchsorted(items, entry_item[lo:hi])
-            similarity = torch.zeros(len(items), len(active))
+            similarity = block_of_chunk[: len(items)].zero_()
             for matrix, counting in blocks:  # cosines, then (with shrink) co-occurrence counts
                 block = sparse(
                     entry_user[lo:hi], local, matrix.values()[lo:hi], (num_users, len(items))

@@ -127,7 +127,7 @@ def recommend(
     Shapes: users [U], popularity [I], exclude U rows -> [U, k] long, best first.
     """
     num_items = len(popularity)
-    order = torch.sort(-popularity, stable=True).indices
+    order = torch.sort(-popularity, stable=True).indices  # the tie order: popular first, then id
     tie_rank = torch.empty(num_items, dtype=torch.long)
     tie_rank[order] = torch.arange(num_items - 1, -1, -1)
     depth = min(k, num_items)
@@ -140,37 +140,49 @@ def recommend(
         if exclude is not None:
             row, item = exclude.rows(start, end)
             scores[row, item] = -math.inf  # below UNSCORED: never returned
-        ranked = _top(scores, tie_rank, depth)
+        ranked = _top(scores, order, tie_rank, depth)
         parts.append(torch.nn.functional.pad(ranked, (0, k - depth), value=-1))
     return torch.cat(parts)
 
 
-def _top(scores: Tensor, tie_rank: Tensor, depth: int) -> Tensor:
+def _top(scores: Tensor, order: Tensor, tie_rank: Tensor, depth: int) -> Tensor:
     """The `depth` best items of each row by (score, tie_rank), -1 for excluded (-inf) ones.
 
-    A float `topk` finds each row's depth-th score; where exactly `depth` items reach it, they
-    are the answer and only they need the tie order. Rows with ties across that boundary (or
-    with excluded items in their top) are ranked by the exact integer key (`_ordered`), which
-    costs several passes over the row: about 3x a float `topk`.
+    A float `topk` finds each row's depth-th score, the boundary. The items above it are among
+    the topk's and need only their order. Where exactly `depth` items reach it, the boundary's
+    own are too; elsewhere (ties across the boundary: a baseline that scores most items 0) the
+    boundary's first items in the tie order fill the rest, read off the row in that order
+    (`order`: the items by tie_rank, highest first). On Complete Journey's content-kNN rows this
+    takes 0.09 s per 256 users where an exact integer `topk` over the row took 0.7 s.
 
-    Shapes: scores [U, I] float32, tie_rank [I] -> [U, depth] long.
+    Shapes: scores [U, I] float32, order [I], tie_rank [I] -> [U, depth] long.
     """
     values, indices = scores.topk(depth, dim=1)
     boundary = values[:, -1:]
-    exact = ((scores >= boundary).sum(dim=1) == depth) & (boundary[:, 0] > -math.inf)
-    key = _ordered(values) * (1 << 32) + tie_rank[indices]
+    reached = (scores >= boundary).sum(dim=1, keepdim=True)
+    # the topk entries sure to be in the answer: above the boundary, or on it with no tie across
+    sure = (values > boundary) | ((reached == depth) & (boundary > -math.inf))
+    key = (_ordered(values) * (1 << 32) + tie_rank[indices]).masked_fill(~sure, _EXCLUDED)
     ranked = indices.gather(1, key.argsort(dim=1, descending=True, stable=True))
-    if not exact.all():
-        rows = (~exact).nonzero().flatten()
-        key = _ordered(scores[rows]) * (1 << 32) + tie_rank
-        key = key.masked_fill(scores[rows] == -math.inf, _EXCLUDED)
-        top = key.topk(depth, dim=1)
-        ranked[rows] = top.indices.masked_fill(top.values == _EXCLUDED, -1)
+    count = sure.sum(dim=1)
+    ranked[torch.arange(depth) >= count.unsqueeze(1)] = -1
+    # the boundary's items in tie order after the sure ones (none at -inf: excluded): the first
+    # items of the order settle most rows (a boundary at 0 holds most items), the rest read all
+    rows = ((count < depth) & (boundary[:, 0] > -math.inf)).nonzero().flatten()
+    for columns in (order[: 4 * depth], order):
+        tied = scores[rows.unsqueeze(1), columns] == boundary[rows]
+        place = tied.cumsum(dim=1, dtype=torch.int32) + count[rows].unsqueeze(1).int() - 1
+        settled = place[:, -1] >= depth - 1  # as many as needed among these columns
+        if len(columns) == len(order):
+            settled = torch.ones_like(settled)
+        row, position = (tied & (place < depth) & settled.unsqueeze(1)).nonzero(as_tuple=True)
+        ranked[rows[row], place[row, position].long()] = columns[position]
+        rows = rows[~settled]
     return ranked
 
 
 def _ordered(scores: Tensor) -> Tensor:
-    """An int64 with the order of the float32 scores: a lexicographic (score, tie) key in one
-    integer, so one `topk` ranks exactly, where a stable sort of every row would cost 25x more."""
+    """An int64 with the order of the float32 scores: shifted up 32 bits and plus a tie rank, a
+    lexicographic (score, tie) key in one integer, so one sort orders a row's top exactly."""
     bits = scores.float().contiguous().view(torch.int32).long()
     return torch.where(bits >= 0, bits, -(bits & 0x7FFFFFFF))

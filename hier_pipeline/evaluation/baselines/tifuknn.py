@@ -33,6 +33,7 @@ from hier_pipeline.evaluation.baselines.interactions import (
     csr_entries,
     sparse,
     sparse_product,
+    unique_pairs,
 )
 
 
@@ -76,7 +77,7 @@ class TIFUKNN:
             weight = history.weight
         user, item, day = history.user[keep], history.item[keep], history.time[keep] // DAY
         # basket = (user, day): ids ascending by user, then by day
-        baskets, basket = torch.unique(torch.stack([user, day]), dim=1, return_inverse=True)
+        baskets, basket = unique_pairs(user, day)
         basket_user = baskets[0]
         count = torch.bincount(basket_user, minlength=history.num_users)  # n per user
         last = (torch.cumsum(count, 0) - 1)[basket_user]  # each user's most recent basket
@@ -92,7 +93,7 @@ class TIFUKNN:
             self.group_decay ** group.double() / groups
         )
         # multi-hot: one entry per (basket, item), the largest stage weight among its events
-        pairs, entry = torch.unique(torch.stack([basket, item]), dim=1, return_inverse=True)
+        pairs, entry = unique_pairs(basket, item)
         hot = torch.zeros(pairs.shape[1]).scatter_reduce_(0, entry, weight, "amax")
         return PairMatrix.from_events(
             basket_user[pairs[0]],
