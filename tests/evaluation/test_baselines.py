@@ -32,7 +32,7 @@ from hier_pipeline.evaluation.baselines.profiles import (
     Profile,
     profiled_grid,
 )
-from hier_pipeline.evaluation.baselines.recommender import Memo
+from hier_pipeline.evaluation.baselines.recommender import Fits, Memo
 from hier_pipeline.ranking.metrics import UserItems
 
 BEFORE = 100 * DAY
@@ -343,6 +343,29 @@ def test_lightgcn_repeat_weight_adds_own_items_on_the_fit_it_shares() -> None:
     torch.testing.assert_close(scores, base + 4.0 * spread * own)
     for user in range(4):  # every item the user had now ranks above the one they missed
         assert scores[user, [i for i in range(4) if i != user]].min() > scores[user, user]
+
+
+def test_fits_continue_a_shorter_fit_as_if_it_had_never_stopped() -> None:
+    starts: list[str] = []
+
+    def start() -> list[float]:
+        starts.append("start")
+        torch.manual_seed(0)
+        return []
+
+    def step(draws: list[float]) -> None:  # from torch's global generator, as dropout draws
+        draws.append(torch.rand(()).item())
+
+    torch.manual_seed(0)
+    uninterrupted = [torch.rand(()).item() for _ in range(5)]
+    fits = Fits()
+    assert fits.train("a", FitBudget(2), start, step) == uninterrupted[:2]
+    torch.rand(10)  # anything run between the rungs moves the global generator
+    assert fits.train("a", FitBudget(5), start, step) == uninterrupted
+    assert starts == ["start"]  # continued, not started over
+    assert fits.train("a", FitBudget(3), start, step) == uninterrupted[:3]  # shorter: anew
+    assert fits.train("b", FitBudget(1), start, step) == uninterrupted[:1]  # its own fit
+    assert len(starts) == 3
 
 
 def test_a_trained_baseline_scores_the_same_on_a_busy_machine() -> None:

@@ -18,6 +18,7 @@ from hier_pipeline.evaluation.baselines import (
     repeat_rate,
     warm_window,
 )
+from hier_pipeline.evaluation.baselines.evaluate import EASE_MAX_ITEMS, Context
 from hier_pipeline.evaluation.baselines.profiles import STAGE_RATIOS
 from hier_pipeline.ranking.window import target_window
 
@@ -101,6 +102,30 @@ def test_every_baseline_runs_end_to_end(synthetic_pipeline) -> None:
         assert result.settings[name]["profile"] in STAGE_RATIOS  # the chosen profile is shown
         untimed = [{key: value for key, value in s.items() if key != STEPS} for s in tried]
         assert untimed == list(BASELINES[name].grid)  # negatives exist: the whole grid
+
+
+@pytest.mark.parametrize("name", ["lightgcn", "graphsage", "sasrec"])
+def test_a_longer_fit_continues_a_shorter_one_to_the_same_scores(name, synthetic_pipeline) -> None:
+    """Successive halving fits a setting for 2 steps, then 5: continuing the 2-step fit (`Fits`)
+    must end exactly where one 5-step fit does (model, optimiser and both generators kept)."""
+    graph, content, split = synthetic_pipeline
+    history = Interactions.from_graph(graph, split.t1)
+    users = history.user.unique()[:4]
+    setting = BASELINES[name].grid[-1]
+
+    def scores(context: Context, steps: int) -> torch.Tensor:
+        recommender = BASELINES[name].profiled(context, {**setting, STEPS: steps})
+        recommender.fit(history)
+        return recommender.score(users)
+
+    def context() -> Context:
+        return Context(graph, content, FitBudget(), 3, EASE_MAX_ITEMS)
+
+    shared = context()
+    shorter = scores(shared, 2)
+    continued = scores(shared, 5)
+    assert not torch.equal(shorter, continued)  # the steps matter
+    assert torch.equal(continued, scores(context(), 5))
 
 
 def test_graphsage_repeat_weight_adds_own_items_on_the_fit_it_shares(synthetic_pipeline) -> None:

@@ -9,8 +9,8 @@ Protocol, in order:
      and keeps the best MAP@10. Trained baselines (lightgcn, graphsage, sasrec) get the same `FitBudget`
      (default 1000 steps, no wall clock: the same seed gives the same score on a loaded machine
      or an idle one) and try their grid by successive halving (`Halving`: every fit for a ninth
-     of the steps, the best third for a third, the best of those for all), the fit's length
-     part of the chosen setting (`STEPS`).
+     of the steps, the best third for a third, the best of those for all; a longer fit continues
+     the shorter one, `Fits`), the fit's length part of the chosen setting (`STEPS`).
   2. Candidates: every item of the item table. Whether a user's already-bought items stay
      candidates is decided on the tuning window: if fewer than 5% of its target-stage events repeat
      an earlier (user, item) pair (`repeat_rate`), seen items are excluded, else kept.
@@ -129,7 +129,7 @@ def _graphsage(context: Context, setting: Setting) -> Recommender:
 
 
 def _sasrec(context: Context, setting: Setting) -> Recommender:
-    return SASRec(budget=context.budget, seed=context.seed, **setting)
+    return SASRec(budget=context.budget, seed=context.seed, memo=context.memo, **setting)
 
 
 # Own axes: orders that make consecutive settings share a memo (ItemKNN's deepest neighbour

@@ -16,6 +16,7 @@ has (`plus_buy_again`), one fit serving every weight of the grid, as for LightGC
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import torch
 import torch.nn.functional as F
@@ -28,6 +29,7 @@ from hier_pipeline.evaluation.baselines.interactions import Interactions, PairMa
 from hier_pipeline.evaluation.baselines.recommender import (
     DEFAULT_BUDGET,
     FitBudget,
+    Fits,
     Memo,
     plus_buy_again,
 )
@@ -180,22 +182,28 @@ class GraphSAGERecommender:
         self, history: Interactions
     ) -> tuple[HeteroSAGE, int, Tensor, dict[tuple[int, ...], Tensor]]:
         """The towers trained on `history` (class doc), the cutoff, every item embedded as of
-        it, and an empty cache of users embedded as of it (shared by the fits that share it)."""
-        torch.manual_seed(self.seed)
-        generator = torch.Generator().manual_seed(self.seed)
+        it, and an empty cache of users embedded as of it (shared by the fits that share it). A
+        longer fit continues a shorter one (`Fits`)."""
         meta = self.metadata
-        self.model = model = HeteroSAGE(
-            self.data,
-            self.content,
-            meta.hash_buckets,
-            self.dim,
-            self.layers,
-            (meta.item_type, self.identity_dropout),
-        )
-        optimizer = torch.optim.Adam(model.parameters(), lr=self.learning_rate)
-        model.train()
         log_q = (history.popularity() / history.weight.sum()).log()
-        for _ in self.budget.steps_left() if len(history.user) else ():
+
+        def start() -> tuple[HeteroSAGE, torch.optim.Optimizer, torch.Generator]:
+            torch.manual_seed(self.seed)
+            generator = torch.Generator().manual_seed(self.seed)
+            model = HeteroSAGE(
+                self.data,
+                self.content,
+                meta.hash_buckets,
+                self.dim,
+                self.layers,
+                (meta.item_type, self.identity_dropout),
+            )
+            optimizer = torch.optim.Adam(model.parameters(), lr=self.learning_rate, fused=True)
+            return model, optimizer, generator
+
+        def step(state: tuple[HeteroSAGE, torch.optim.Optimizer, torch.Generator]) -> None:
+            self.model, optimizer, generator = state  # `_embed` reads `self.model`
+            self.model.train()  # a fit continued was left in eval mode
             event = torch.multinomial(history.weight, self.batch_size, True, generator=generator)
             item, when = history.item[event], history.time[event]
             users = self._embed(meta.user_type, history.user[event], when)
@@ -205,9 +213,15 @@ class GraphSAGERecommender:
             loss = F.cross_entropy(
                 logits.masked_fill(same_item, -torch.inf), torch.arange(len(item))
             )
-            optimizer.zero_grad()
             loss.backward()
             optimizer.step()
+            optimizer.zero_grad()  # no gradients held between steps (`Fits` keeps the fit)
+
+        fits = self.memo.get("graphsage_fits", history.lineage[:1], Fits)
+        setting = (self.temperature, self.dim, self.layers, self.batch_size, self.learning_rate)
+        budget = self.budget if len(history.user) else replace(self.budget, steps=0)
+        key = (history.lineage, *setting, self.identity_dropout, self.seed)
+        self.model = model = fits.train(key, budget, start, step)[0]
         model.eval()
         self.before = history.before
         items = self._embed_as_of_cutoff(meta.item_type, torch.arange(history.num_items))

@@ -136,6 +136,16 @@ class Interactions:
     negative_item: Tensor = field(default_factory=_no_events)
     negative_time: Tensor = field(default_factory=_no_events)
     negative_weight: float = 0.0
+    # The history this one reweighs and the profile it applies (`with_profile`), None for one
+    # read from the graph: see `lineage`.
+    origin: tuple[Interactions, Profile] | None = None
+
+    @property
+    def lineage(self) -> tuple[object, ...]:
+        """A key for these events that survives recomputing them: (the history reweighed, the
+        profile), or this history itself. A `Memo` holds one profiled history at a time, so the
+        same profile applied again later is another object with the same lineage."""
+        return self.origin if self.origin is not None else (self,)
 
     @classmethod
     def from_graph(
@@ -182,6 +192,7 @@ class Interactions:
             stage=self.stage[keep],
             weight=weight[keep],
             negative_weight=profile.negative,
+            origin=(self, profile),
         )
 
     def pair_weights(self, half_life_days: float | None = None) -> PairMatrix:

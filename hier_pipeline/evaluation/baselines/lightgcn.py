@@ -5,6 +5,7 @@ embedding and loss) with a faster propagation (`propagate`)."""
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -18,6 +19,7 @@ from hier_pipeline.evaluation.baselines.recommender import (
     DEFAULT_BUDGET,
     UNSCORED,
     FitBudget,
+    Fits,
     Memo,
     plus_buy_again,
 )
@@ -94,9 +96,9 @@ def bpr_step(
         node_id=torch.cat([user, item, negative]),
         lambda_reg=l2,
     )
-    optimizer.zero_grad()
     loss.backward()
     optimizer.step()
+    optimizer.zero_grad()  # no gradients held between steps (`Fits` keeps fits between rungs)
 
 
 class LightGCNRecommender:
@@ -150,23 +152,32 @@ class LightGCNRecommender:
 
     def _embed(self, history: Interactions, pairs: PairMatrix) -> tuple[Tensor, Tensor]:
         """The propagated user and item embeddings, BPR-trained for the budget on the positive
-        `pairs` (the history's confidence)."""
-        torch.manual_seed(self.seed)
-        generator = torch.Generator().manual_seed(self.seed)
+        `pairs` (the history's confidence); a longer fit continues a shorter one (`Fits`)."""
         positive = pairs.value > 0
         user, item = pairs.user[positive], pairs.item[positive] + history.num_users
         num_nodes = history.num_users + history.num_items
         adjacency = symmetric_adjacency(user, item, pairs.value[positive], num_nodes)
         known_items = self.known.nonzero().flatten() + history.num_users
-        model = LightGCN(num_nodes, self.dim, self.num_layers)
-        optimizer = torch.optim.Adam(model.parameters(), lr=self.learning_rate)
-        for _ in self.budget.steps_left() if len(user) else ():
+
+        def start() -> tuple[LightGCN, torch.optim.Optimizer, torch.Generator]:
+            torch.manual_seed(self.seed)
+            model = LightGCN(num_nodes, self.dim, self.num_layers)
+            optimizer = torch.optim.Adam(model.parameters(), lr=self.learning_rate, fused=True)
+            return model, optimizer, torch.Generator().manual_seed(self.seed)
+
+        def step(state: tuple[LightGCN, torch.optim.Optimizer, torch.Generator]) -> None:
+            model, optimizer, generator = state
             batch = torch.randint(len(user), (self.batch_size,), generator=generator)
             negative = known_items[
                 torch.randint(len(known_items), (self.batch_size,), generator=generator)
             ]
             embedding = propagate(model, adjacency)
             bpr_step(model, optimizer, embedding, user[batch], item[batch], negative, self.l2)
+
+        fits = self.memo.get("lightgcn_fits", history.lineage[:1], Fits)
+        setting = (self.num_layers, self.dim, self.batch_size, self.learning_rate, self.l2)
+        budget = self.budget if len(user) else replace(self.budget, steps=0)
+        model = fits.train((history.lineage, *setting, self.seed), budget, start, step)[0]
         with torch.no_grad():
             embedding = propagate(model, adjacency)
         return embedding[: history.num_users], embedding[history.num_users :]

@@ -42,9 +42,10 @@ class FitBudget:
     steps: int = 1000
     seconds: float | None = None
 
-    def steps_left(self) -> Iterator[int]:
+    def steps_left(self, done: int = 0) -> Iterator[int]:
+        """The steps after the `done` ones, up to `steps`; the time cap counts from this call."""
         started = time.perf_counter()
-        for step in range(self.steps):
+        for step in range(done, self.steps):
             if self.seconds is not None and time.perf_counter() - started >= self.seconds:
                 return
             yield step
@@ -90,6 +91,47 @@ class Memo:
         value = compute()
         self._slots[slot] = (key, value)
         return value
+
+
+@dataclass
+class _Training:
+    state: Any  # what one step needs: the model, its optimiser, the fit's generator
+    steps: int
+    torch_rng: Tensor  # torch's global generator (initialisation, dropout) after the last step
+
+
+class Fits:
+    """Trained fits that a longer fit of the same setting continues instead of starting over:
+    successive halving fits each setting for 111 steps, the leading ones for 333, then 1000
+    (`tuning.Halving`), and continuing saves a third of those steps. A continued fit keeps the
+    model, optimiser and generator of the shorter one and restores torch's global generator, so
+    it ends with the weights one uninterrupted fit of as many steps would have (the baselines'
+    learning rates are constant). Keyed by the setting without its steps; keep one `Fits` per
+    history (a `Memo` slot), so a new history drops the fits of the last."""
+
+    def __init__(self) -> None:
+        self._held: dict[tuple[Any, ...], _Training] = {}
+
+    def train(
+        self,
+        key: tuple[Any, ...],
+        budget: FitBudget,
+        start: Callable[[], T],
+        step: Callable[[T], None],
+    ) -> T:
+        """The state after `budget.steps` steps: `start()` (which seeds torch and builds the
+        state), or the held fit of `key` if it ran no further, then `step(state)` per step."""
+        held = self._held.pop(key, None)
+        if held is None or held.steps > budget.steps:
+            state, done = start(), 0
+        else:
+            state, done = held.state, held.steps
+            torch.set_rng_state(held.torch_rng)
+        for _ in budget.steps_left(done):
+            step(state)
+            done += 1
+        self._held[key] = _Training(state, done, torch.get_rng_state())
+        return state
 
 
 class Profiled:

@@ -33,11 +33,19 @@ Scoring: the hidden state of the last position of the user's sequence (its most 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 from torch import Tensor, nn
 
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.baselines.recommender import DEFAULT_BUDGET, UNSCORED, FitBudget
+from hier_pipeline.evaluation.baselines.recommender import (
+    DEFAULT_BUDGET,
+    UNSCORED,
+    FitBudget,
+    Fits,
+    Memo,
+)
 
 
 class SASRecNetwork(nn.Module):
@@ -84,11 +92,13 @@ class SASRec:
         target_only: bool = True,
         budget: FitBudget = DEFAULT_BUDGET,
         seed: int = 0,
+        memo: Memo | None = None,
     ) -> None:
         self.max_length, self.dim, self.num_blocks = max_length, dim, num_blocks
         self.dropout = dropout
         self.negatives, self.batch_size, self.learning_rate = negatives, batch_size, learning_rate
         self.target_only, self.budget, self.seed = target_only, budget, seed
+        self.memo = memo or Memo()  # holds fits a longer one continues (`Fits`)
         self.sequences = torch.zeros(0, max_length + 1, dtype=torch.long)  # [users, n + 1]
         self.network: SASRecNetwork | None = None
         self.known = torch.zeros(0, dtype=torch.bool)
@@ -118,23 +128,31 @@ class SASRec:
         return sequences
 
     def fit(self, history: Interactions) -> None:
-        torch.manual_seed(self.seed)
-        generator = torch.Generator().manual_seed(self.seed)
-        self.sequences = self.user_sequences(history)
+        """Train for the budget (module doc); a longer fit continues a shorter one (`Fits`)."""
+        self.sequences = sequences = self.user_sequences(history)
         self.known = torch.zeros(history.num_items, dtype=torch.bool)
-        self.known[self.sequences[self.sequences > 0] - 1] = True
+        self.known[sequences[sequences > 0] - 1] = True
         known = self.known.nonzero().flatten() + 1
-        trainable = ((self.sequences > 0).sum(1) >= 2).nonzero().flatten()
-        self.network = network = SASRecNetwork(
-            history.num_items, self.max_length, self.dim, self.num_blocks, self.dropout
-        )
-        optimizer = torch.optim.Adam(network.parameters(), lr=self.learning_rate, betas=(0.9, 0.98))
-        network.train()
-        for _ in self.budget.steps_left() if len(trainable) else ():
+        trainable = ((sequences > 0).sum(1) >= 2).nonzero().flatten()
+
+        def start() -> tuple[SASRecNetwork, torch.optim.Optimizer, torch.Generator]:
+            torch.manual_seed(self.seed)
+            generator = torch.Generator().manual_seed(self.seed)
+            network = SASRecNetwork(
+                history.num_items, self.max_length, self.dim, self.num_blocks, self.dropout
+            )
+            optimizer = torch.optim.Adam(
+                network.parameters(), lr=self.learning_rate, betas=(0.9, 0.98), fused=True
+            )
+            return network, optimizer, generator
+
+        def step(state: tuple[SASRecNetwork, torch.optim.Optimizer, torch.Generator]) -> None:
+            network, optimizer, generator = state
+            network.train()  # a fit continued was left in eval mode
             users = trainable[
                 torch.randint(len(trainable), (self.batch_size,), generator=generator)
             ]
-            inputs, targets = self.sequences[users, :-1], self.sequences[users, 1:]
+            inputs, targets = sequences[users, :-1], sequences[users, 1:]
             negative = known[torch.randint(len(known), (self.negatives,), generator=generator)]
             real = (inputs > 0) & (targets > 0)
             hidden = network(inputs)[real]  # [P, dim]
@@ -149,10 +167,16 @@ class SASRec:
                 dim=1,
             )
             loss = nn.functional.cross_entropy(logits, torch.zeros_like(positive))
-            optimizer.zero_grad()
             loss.backward()
             optimizer.step()
-        network.eval()
+            optimizer.zero_grad()  # no gradients held between steps (`Fits` keeps the fit)
+
+        fits = self.memo.get("sasrec_fits", history.lineage[:1], Fits)
+        setting = (self.max_length, self.dim, self.num_blocks, self.dropout, self.negatives)
+        budget = self.budget if len(trainable) else replace(self.budget, steps=0)
+        key = (history.lineage, *setting, self.batch_size, self.learning_rate, self.target_only)
+        self.network = fits.train((*key, self.seed), budget, start, step)[0]
+        self.network.eval()
 
     @torch.no_grad()
     def score(self, users: Tensor) -> Tensor:

@@ -39,7 +39,9 @@ class Halving:
     of a trained grid first runs budget / keep**(rungs - 1) steps, the best 1/keep of them
     (rounded up, at least one) run keep times longer, and so on up to the budget. A full grid of
     nine 1000-step fits took 28-49 minutes per trained baseline on Complete Journey, and most of
-    its settings were clearly behind after a ninth of the steps."""
+    its settings were clearly behind after a ninth of the steps. A longer fit continues the
+    shorter one of its setting (`Fits`): nine fits to 1000 steps cost 9 x 111 + 3 x 222 + 667 =
+    2,332 steps, against 9,000 for the full grid."""
 
     keep: int = 3
     rungs: int = 3
