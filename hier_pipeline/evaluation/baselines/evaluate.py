@@ -280,10 +280,8 @@ def evaluate_baselines(
     for name in names:
         started = time.perf_counter()
         baseline = BASELINES[name]
-        recommender_at, grid = (
-            partial(baseline.profiled, context),
-            tuning_grid(baseline.grid, tune_history),
-        )
+        recommender_at = partial(baseline.profiled, context)
+        grid = tuning_grid(baseline.grid, tune_history)
         window_args = (tune_history, tune_window, result.exclude_seen)
         if baseline.trained:
             tuning = tune_trained(
