@@ -92,6 +92,11 @@ class Memo:
         self._slots[slot] = (key, value)
         return value
 
+    def clear(self) -> None:
+        """Drop every slot now. A slot's value can hold recommenders that hold this memo (a
+        `Fits` keeps its steps' closures), a cycle only the garbage collector would free."""
+        self._slots.clear()
+
 
 @dataclass
 class _Training:
