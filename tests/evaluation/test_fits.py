@@ -12,7 +12,7 @@ import torch
 from hier_pipeline.evaluation.baselines import FitBudget, LightGCNRecommender
 from hier_pipeline.evaluation.baselines.evaluate import FIT_BUDGET
 from hier_pipeline.evaluation.baselines.recommender import Fits, Memo
-from tests.evaluation.test_baselines import events
+from tests.evaluation.histories import events
 
 
 def test_fits_continue_a_shorter_fit_as_if_it_had_never_stopped() -> None:

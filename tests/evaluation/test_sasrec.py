@@ -8,7 +8,7 @@ import math
 import torch
 
 from hier_pipeline.evaluation.baselines import FitBudget, Interactions, SASRec, evaluate_baselines
-from tests.evaluation.test_baselines import events
+from tests.evaluation.histories import events
 
 
 def test_sequences_are_time_ordered_collapsed_truncated_and_left_padded() -> None:

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from hier_pipeline.evaluation.baselines import TIFUKNN, evaluate_baselines, recommend
-from tests.evaluation.test_baselines import events
+from tests.evaluation.histories import events
 
 
 def test_alpha_one_scores_the_users_own_decayed_basket_vector() -> None:

@@ -21,7 +21,7 @@ from hier_pipeline.evaluation.baselines.interactions import DAY
 from hier_pipeline.evaluation.baselines.profiles import STAGE_RATIOS, profiled_grid
 from hier_pipeline.ranking.metrics import UserItems
 from hier_pipeline.ranking.window import EvaluationWindow
-from tests.evaluation.test_baselines import BEFORE, events
+from tests.evaluation.histories import BEFORE, events
 
 
 def test_negative_settings_are_tuned_only_where_negatives_exist() -> None:
