@@ -47,6 +47,8 @@ class TrainingLaunchConfig(dg.Config):
         default=True, description="ablation: the learned score for a user's own earlier items"
     )
     seed: int = Field(default=0, description="seed of initialisation and sampling")
+    device: str = Field(default="auto", description="auto (a GPU if CUDA is), cpu, cuda[:N]")
+    amp: bool = Field(default=False, description="bfloat16 autocast on a GPU")
 
     def to_core(self) -> "TrainConfig":
         # Imported here: torch-heavy modules would slow every code-location load.
@@ -70,6 +72,8 @@ class TrainingLaunchConfig(dg.Config):
             batch_size=self.batch_size,
             use_distillation=self.use_distillation,
             seed=self.seed,
+            device=self.device,
+            amp=self.amp,
         )
 
 
@@ -87,8 +91,8 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     )
     baselines: list[str] = Field(
         default_factory=lambda: list(QUICK_BASELINES),
-        description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default "
-        "leaves out the trained ones (`hier evaluate` runs all)",
+        description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default: the"
+        " quick ones (`hier evaluate` runs all)",
     )
     max_users: int = Field(
         default=5000, description="evaluated users (a fixed random subset beyond it)"

@@ -9,10 +9,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hier_pipeline.dataset import DatasetError, load_dataset, parse_dataset
 from hier_pipeline.dataset.arrivals import with_batches
 from hier_pipeline.files.home import default_home
+
+if TYPE_CHECKING:
+    from hier_pipeline.model.train_config import TrainConfig
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,11 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     train.add_argument("dataset_dir", type=Path)
     train.add_argument("--out", type=Path, required=True, help="folder for the model and run files")
-    # Defaults (None) defer to TrainConfig, imported only when training: `hier validate` stays light.
-    train.add_argument("--epochs", type=int)
-    train.add_argument("--steps", type=int, dest="steps_per_epoch", help="steps per epoch")
-    train.add_argument("--batch-size", type=int, help="global batch, split across torchrun ranks")
-    train.add_argument("--seed", type=int)
+    _add_training_knobs(train)
     train.set_defaults(run=_train)
 
     _add_evaluate(commands)
@@ -139,11 +139,14 @@ def _arrivals(arguments: argparse.Namespace) -> int:
 
 
 def _train(arguments: argparse.Namespace) -> int:
-    from hier_pipeline.model.train_config import TrainConfig
+    """Exit 2 with the reason when the training device is not on this machine."""
     from hier_pipeline.pipeline.fit import fit
 
-    chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
-    config = TrainConfig(**{k: v for k, v in chosen.items() if v is not None})
+    try:
+        config = _train_config(arguments)
+    except ValueError as error:
+        print(f"hier train: {error}", file=sys.stderr)
+        return 2
     trained = fit(arguments.dataset_dir, arguments.out, config)
     result = trained.result
     best = result.history[result.best_epoch]
@@ -184,12 +187,39 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument(
         "--baseline-steps", type=int, help="step budget of a trained baseline (its longest fit)"
     )
-    # Training knobs of our model and its ablations, as `hier train` has them.
-    evaluate.add_argument("--epochs", type=int)
-    evaluate.add_argument("--steps", type=int, dest="steps_per_epoch", help="steps per epoch")
-    evaluate.add_argument("--batch-size", type=int)
-    evaluate.add_argument("--seed", type=int)
+    _add_training_knobs(evaluate)  # of our model and its trained ablations
     evaluate.set_defaults(run=_evaluate)
+
+
+def _add_training_knobs(parser: argparse.ArgumentParser) -> None:
+    """The `TrainConfig` fields `hier train` and `hier evaluate` set. Defaults (None) defer to
+    TrainConfig, imported only when training: `hier validate` stays light."""
+    parser.add_argument("--epochs", type=int)
+    parser.add_argument("--steps", type=int, dest="steps_per_epoch", help="steps per epoch")
+    parser.add_argument("--batch-size", type=int, help="global batch, split across torchrun ranks")
+    parser.add_argument("--seed", type=int)
+    parser.add_argument(
+        "--device", help="where the model trains: auto (a GPU when CUDA is present), cpu, cuda[:N]"
+    )
+    parser.add_argument(
+        "--amp",
+        action="store_true",
+        default=None,
+        help="bfloat16 autocast of the training steps on a GPU",
+    )
+
+
+def _train_config(arguments: argparse.Namespace) -> TrainConfig:
+    """The config the knobs ask for; a ValueError, before any data is read, when its device is
+    not on this machine."""
+    from hier_pipeline.model.device import resolve_device
+    from hier_pipeline.model.train_config import TrainConfig
+
+    knobs = ("epochs", "steps_per_epoch", "batch_size", "seed", "device", "amp")
+    chosen = {k: getattr(arguments, k) for k in knobs}
+    config = TrainConfig(**{k: v for k, v in chosen.items() if v is not None})
+    resolve_device(config.device, config.deterministic)
+    return config
 
 
 def _names(value: str) -> tuple[str, ...]:
@@ -197,28 +227,27 @@ def _names(value: str) -> tuple[str, ...]:
 
 
 def _evaluate(arguments: argparse.Namespace) -> int:
-    """Exit 2 with the reason when a name is unknown or the dataset is invalid."""
+    """Exit 2 with the reason when a name or the device is unknown or the dataset is invalid."""
     from dataclasses import replace
 
     from hier_pipeline.evaluation.ablations import check_ablations
     from hier_pipeline.evaluation.baselines import BASELINES
     from hier_pipeline.evaluation.report import HEADLINE
-    from hier_pipeline.model.train_config import TrainConfig
     from hier_pipeline.pipeline.evaluate import EvaluateConfig, evaluate_dataset
 
-    chosen = {k: getattr(arguments, k) for k in ("epochs", "steps_per_epoch", "batch_size", "seed")}
-    config = EvaluateConfig(train=TrainConfig(**{k: v for k, v in chosen.items() if v is not None}))
-    if arguments.ablations is not None:
-        config = replace(config, ablations=arguments.ablations)
-    if arguments.baselines is not None:
-        config = replace(config, baselines=arguments.baselines)
-    if arguments.max_users is not None:
-        config = replace(config, max_users=arguments.max_users)
-    if arguments.seeds is not None:
-        config = replace(config, seeds=arguments.seeds)
-    if arguments.baseline_steps is not None:
-        config = replace(config, budget=replace(config.budget, steps=arguments.baseline_steps))
     try:
+        config = EvaluateConfig(train=_train_config(arguments))
+        if arguments.ablations is not None:
+            config = replace(config, ablations=arguments.ablations)
+        if arguments.baselines is not None:
+            config = replace(config, baselines=arguments.baselines)
+        if arguments.max_users is not None:
+            config = replace(config, max_users=arguments.max_users)
+        if arguments.seeds is not None:
+            config = replace(config, seeds=arguments.seeds)
+        if arguments.baseline_steps is not None:
+            budget = replace(config.budget, steps=arguments.baseline_steps)
+            config = replace(config, budget=budget)
         check_ablations(config.ablations)
         if unknown := set(config.baselines) - set(BASELINES):
             raise ValueError(f"unknown baselines {sorted(unknown)}; known: {list(BASELINES)}")

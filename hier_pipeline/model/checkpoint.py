@@ -64,6 +64,8 @@ def save_checkpoint(
         "best_map": best_map,
         "best_weights": best_weights,
         "torch_rng": torch.get_rng_state(),
+        # Dropout on a GPU draws from CUDA's generators (none on a CPU-only machine).
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
         "numpy_rng": {
             name: generator.bit_generator.state for name, generator in training.generators.items()
         },
@@ -78,11 +80,15 @@ def load_checkpoint(folder: Path, training: Restorable) -> CheckpointState | Non
     path = folder / LAST
     if not path.is_file():
         return None
-    payload = torch.load(path, weights_only=True)
+    # Tensors come back to the CPU first: a run checkpointed on a GPU resumes on any machine
+    # (the modules and the optimizer copy them to where their own tensors are).
+    payload = torch.load(path, map_location="cpu", weights_only=True)
     for name, module in training.modules.items():
         module.load_state_dict(payload[name])
     training.optimizer.load_state_dict(payload["optimizer"])
     torch.set_rng_state(payload["torch_rng"])
+    if payload.get("cuda_rng") and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(payload["cuda_rng"])
     for name, generator in training.generators.items():
         generator.bit_generator.state = payload["numpy_rng"][name]
     return CheckpointState(

@@ -32,13 +32,14 @@ class Cluster:
         return values[start:end]
 
 
-def join_cluster() -> Cluster:
-    """Join the process group `torchrun` describes (idempotent); a lone process is its own cluster."""
+def join_cluster(device: torch.device) -> Cluster:
+    """Join the process group `torchrun` describes (idempotent); a lone process is its own
+    cluster. The backend follows where the gradients live: nccl on `device` a GPU, gloo else."""
     world_size = int(os.environ.get("WORLD_SIZE", "1"))
     if world_size == 1:
         return Cluster()
     if not dist.is_initialized():
-        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     return Cluster(dist.get_rank(), dist.get_world_size())
 
 

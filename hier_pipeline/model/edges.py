@@ -39,6 +39,9 @@ class EdgeFeatures:
     def __len__(self) -> int:
         return int(self.index.size(1))
 
+    def to(self, device: torch.device) -> EdgeFeatures:
+        return EdgeFeatures(**{f.name: getattr(self, f.name).to(device) for f in fields(self)})
+
     def select(self, mask: Tensor) -> EdgeFeatures:
         """The edges where ``mask`` [E] (bool or indices) holds, every field alike."""
         return EdgeFeatures(**{f.name: getattr(self, f.name)[..., mask] for f in fields(self)})

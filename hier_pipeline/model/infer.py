@@ -3,6 +3,7 @@
 A node is embedded from its own features and content plus whatever neighbourhood existed before
 the time asked for, so entities that arrived after training (cold start) need no retraining.
 Neighbours are the most recent ones (deterministic), whatever the sampler's training strategy.
+The model runs where its weights are; what these functions return is on the CPU.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 
 from hier_pipeline.graph.sampler import TemporalNeighborSampler
+from hier_pipeline.model.device import model_device
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.minibatch import GraphContext, make_batch
@@ -36,7 +38,7 @@ def embed_nodes(
 
     Shapes: nodes [N] -> [N, dim], unit norm.
     """
-    was_training = model.training
+    was_training, device = model.training, model_device(model)
     model.eval()
     times = (
         torch.full_like(nodes, int(time)) if not isinstance(time, Tensor) else time.to(torch.int64)
@@ -46,7 +48,7 @@ def embed_nodes(
         sampled = sampler.sample(
             node_type, nodes[start : start + chunk], times[start : start + chunk], "recent"
         )
-        parts.append(model(make_batch(sampled, data, context)))
+        parts.append(model(make_batch(sampled, data, context).to(device)).cpu())
         if progress is not None:
             progress(min(start + chunk, len(nodes)))
     model.train(was_training)
@@ -65,4 +67,4 @@ def history_scores(
         return None
     rows, items, features = history.pairs_of(users, as_of)
     with torch.no_grad():
-        return PairScores(rows, items, bias(features))
+        return PairScores(rows, items, bias(features.to(model_device(model))).cpu())

@@ -7,7 +7,7 @@ hop and the source node's log-degree (`EdgeFeatures`), the inputs of the bias-aw
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import Tensor
@@ -34,6 +34,20 @@ class ModelBatch:
     # source degree is counted in the sampled-from graph.
     edges: EdgeFeatures
     seed_index: Tensor  # [B] flat indices of the root seeds, in seed order
+
+    def to(self, device: torch.device) -> ModelBatch:
+        """The same batch with every tensor on `device` (itself when they are there already)."""
+        return replace(
+            self,
+            features={
+                t: {name: v.to(device) for name, v in values.items()}
+                for t, values in self.features.items()
+            },
+            root=self.root.to(device),
+            hop=self.hop.to(device),
+            edges=self.edges.to(device),
+            seed_index=self.seed_index.to(device),
+        )
 
 
 @dataclass

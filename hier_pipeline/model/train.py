@@ -19,6 +19,7 @@ from torch import Tensor
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.model.checkpoint import load_checkpoint, save_checkpoint
+from hier_pipeline.model.device import resolve_device
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.progress import TimeBudget, epoch_record
 from hier_pipeline.model.train_config import TrainConfig
@@ -46,23 +47,27 @@ def train_model(
     progress: Callable[[str], None] | None = None,
 ) -> TrainResult:
     """Train with early stopping on validation MAP@k; resumes from `checkpoint_dir/last.pt` if any."""
-    with deterministic_kernels(config.deterministic):
+    on_gpu = resolve_device(config.device, config.deterministic).type == "cuda"
+    with deterministic_kernels(config.deterministic, warn_only=on_gpu):
         return _train(graph, content, split, config, run, checkpoint_dir, progress)
 
 
 @contextmanager
-def deterministic_kernels(enabled: bool) -> Iterator[None]:
+def deterministic_kernels(enabled: bool, warn_only: bool = False) -> Iterator[None]:
     """Use PyTorch's deterministic kernels inside, if `enabled`. Why: the backward of indexing
     rows by an edge list sums gradients into the same rows from several CPU threads, in an
     order that changes from run to run, so two trainings of one seed end with different
     weights (measured: every run of four in one process, and the ranked figures of one commit
-    at the third decimal between processes). The deterministic kernels sort first."""
+    at the third decimal between processes). The deterministic kernels sort first.
+    `warn_only`: an op without a deterministic kernel warns instead of raising (on a GPU,
+    where not every op the model uses has one)."""
     before = torch.are_deterministic_algorithms_enabled()
-    torch.use_deterministic_algorithms(enabled or before)
+    before_warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    torch.use_deterministic_algorithms(enabled or before, warn_only=warn_only)
     try:
         yield
     finally:
-        torch.use_deterministic_algorithms(before)
+        torch.use_deterministic_algorithms(before, warn_only=before_warn_only)
 
 
 def _train(
@@ -98,7 +103,9 @@ def _train(
         history.append(record)
         if record[metric] > best_map:
             best_epoch, best_map = epoch, record[metric]
-            best_weights = {k: v.detach().clone() for k, v in trainer.model.state_dict().items()}
+            best_weights = {
+                k: v.detach().to("cpu", copy=True) for k, v in trainer.model.state_dict().items()
+            }
         if run is not None and trainer.cluster.is_main:
             run.log_metrics(record, step=epoch)
         if progress is not None:
@@ -114,4 +121,5 @@ def _train(
             break
     if best_weights is not None:
         trainer.model.load_state_dict(best_weights)
-    return TrainResult(trainer.model, best_epoch, best_map, history)
+    # On the CPU, wherever it trained: every artifact and every later stage reads it there.
+    return TrainResult(trainer.model.cpu(), best_epoch, best_map, history)

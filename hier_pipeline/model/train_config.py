@@ -69,6 +69,12 @@ class TrainConfig:
     # PyTorch's deterministic kernels (`deterministic_kernels`): the same config trains the same
     # weights in every run, at about 16% more time per step on 2 CPU cores.
     deterministic: bool = True
+    # Where the model trains (`device.py`): "auto" is the GPU when CUDA is present, else the CPU;
+    # "cpu", "cuda" or "cuda:N" insist. The trained model is returned on the CPU either way.
+    device: str = "auto"
+    # bfloat16 autocast of each step's forward pass and losses on a GPU (no effect on a CPU).
+    # Off by default: its effect on the model's figures has not been measured.
+    amp: bool = False
     # Wall-clock seconds of optimisation steps (validation excluded) after which training ends,
     # mid-epoch if need be: equal-time comparisons between backbones. None: no limit.
     time_budget_seconds: float | None = None

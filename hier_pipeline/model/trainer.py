@@ -20,6 +20,7 @@ from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
 from hier_pipeline.model.checkpoint import Restorable
+from hier_pipeline.model.device import mixed_precision, resolve_device
 from hier_pipeline.model.distill import (
     DistillationConfig,
     DistillationLoss,
@@ -52,6 +53,7 @@ class Trainer:
 
     def __post_init__(self) -> None:
         torch.manual_seed(self.config.seed)
+        self.device = resolve_device(self.config.device, self.config.deterministic)
         meta, data, t1 = self.graph.metadata, self.graph.data, self.split.t1
         # One graph, one sampler index: the temporal sampler never crosses a seed's time, and
         # training seeds are all before t1, so no separate training graph needs to be held.
@@ -71,10 +73,11 @@ class Trainer:
         attention = replace(self.config.model.attention, max_hops=len(self.config.fanouts))
         model_config = replace(self.config.model, attention=attention)
         self.model = build_model(shapes, relations, len(meta.stages), model_config)
+        self.model.to(self.device)
         self.teacher = cast(GraphEncoder, make_teacher(self.model))
         self.distillation = DistillationLoss(
             DistillationConfig(num_primitives=self.config.model.num_primitives)
-        )
+        ).to(self.device)
         self.optimizer = torch.optim.AdamW(
             self.model.parameters(),
             lr=self.config.learning_rate,
@@ -90,7 +93,7 @@ class Trainer:
             ema_end=self.config.ema_momentum_final,
         )
         self.rng = np.random.default_rng(self.config.seed)
-        self.cluster = join_cluster()
+        self.cluster = join_cluster(self.device)
         self.window = target_window(
             self.graph, self.split.t1, self.split.t2, self.config.max_eval_users, self.config.seed
         )
@@ -114,9 +117,26 @@ class Trainer:
     def step(self, index: int) -> dict[str, float]:
         """Optimisation step number `index` (0-based; its learning rate and EMA momentum follow
         `self.schedule`); returns the loss parts."""
-        meta, config = self.graph.metadata, self.config
+        config = self.config
         # Gaps are drawn for the global batch, as the batch is, so every rank agrees.
         batch = self._as_served(self.examples.draw(config.batch_size)).shard(self.cluster)
+        with mixed_precision(self.device, config.amp):
+            loss, parts = self._losses(batch)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        average_gradients(self.model, self.cluster)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        for group in self.optimizer.param_groups:
+            group["lr"] = config.learning_rate * self.schedule.lr_factor(index)
+        self.optimizer.step()
+        ema_update(self.teacher, self.model, self.schedule.ema_momentum(index))
+        parts["loss/total"] = loss.item()
+        return parts
+
+    def _losses(self, batch: ExampleBatch) -> tuple[Tensor, dict[str, float]]:
+        """The step's weighted loss and its parts: neighbourhoods are sampled on the CPU, the
+        model and the losses run on `self.device`."""
+        meta, config, on_device = self.graph.metadata, self.config, self._on_device
         size = len(batch.user)
         hard_items = self._hard_negatives(batch)
         hard = hard_items >= 0
@@ -134,24 +154,23 @@ class Trainer:
         data = self.graph.data
         user_batch = make_batch(
             self.sampler.sample(meta.user_type, batch.user, batch.time), data, self.context
-        )
+        ).to(self.device)
         item_batch = make_batch(
             self.sampler.sample(meta.item_type, items, item_times), data, self.context
-        )
+        ).to(self.device)
         users, item_embeddings = self.model(user_batch), self.model(item_batch)
         positives, randoms = item_embeddings[:size], item_embeddings[size + int(hard.sum()) :]
         hard_embeddings = item_embeddings.new_zeros(*hard_items.shape, item_embeddings.size(1))
-        hard_embeddings[hard] = item_embeddings[size : size + int(hard.sum())]
+        hard_embeddings[on_device(hard)] = item_embeddings[size : size + int(hard.sum())]
         ranking = partial(
             funnel_softmax_loss,
             users,
             positives,
-            batch.item,
-            torch.zeros(size, dtype=torch.long),
-            torch.ones(1),
+            on_device(batch.item),
+            *self._single_stage(size),
             random_negatives=randoms,
             hard_negatives=hard_embeddings,
-            hard_negative_mask=hard,
+            hard_negative_mask=on_device(hard),
             temperature=config.temperature,
             log_q=self._log_q(torch.cat([batch.item, random_items]), size),
         )
@@ -177,16 +196,15 @@ class Trainer:
             ).items():
                 loss = loss + weight * term
                 parts[name] = term.item()
-        self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        average_gradients(self.model, self.cluster)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        for group in self.optimizer.param_groups:
-            group["lr"] = config.learning_rate * self.schedule.lr_factor(index)
-        self.optimizer.step()
-        ema_update(self.teacher, self.model, self.schedule.ema_momentum(index))
-        parts["loss/total"] = loss.item()
-        return parts
+        return loss, parts
+
+    def _on_device(self, values: Tensor) -> Tensor:
+        return values.to(self.device)
+
+    def _single_stage(self, size: int) -> tuple[Tensor, Tensor]:
+        """`funnel_softmax_loss`'s stages and stage weights for `size` events weighed alike."""
+        stage = torch.zeros(size, dtype=torch.long, device=self.device)
+        return stage, torch.ones(1, device=self.device)
 
     def _explore_loss(
         self,
@@ -203,7 +221,7 @@ class Trainer:
         [B, H] (-1 where absent), embeddings [B, H, d] -> scalar."""
         (random_items, random_embeddings), (hard_items, hard_embeddings) = randoms, hard
         rows = torch.nonzero(~self.history.engaged_before(batch.user, batch.item, batch.time))
-        rows = rows.flatten()
+        rows, on_device = rows.flatten(), self._on_device
         if len(rows) == 0:
             return users.sum() * 0.0
         candidates = torch.cat([batch.item[rows], random_items])
@@ -214,18 +232,18 @@ class Trainer:
             batch.time[rows].unsqueeze(1).expand(grid).flatten(),
         ).view(grid)
         masked = torch.zeros(grid).masked_fill(earlier, -math.inf)
+        device_rows = on_device(rows)
         return funnel_softmax_loss(
-            users[rows],
-            positives[rows],
-            batch.item[rows],
-            torch.zeros(len(rows), dtype=torch.long),
-            torch.ones(1),
+            users[device_rows],
+            positives[device_rows],
+            on_device(batch.item[rows]),
+            *self._single_stage(len(rows)),
             random_negatives=random_embeddings,
-            hard_negatives=hard_embeddings[rows, :1],
-            hard_negative_mask=hard_items[rows, :1] >= 0,
+            hard_negatives=hard_embeddings[device_rows, :1],
+            hard_negative_mask=on_device(hard_items[rows, :1] >= 0),
             temperature=self.config.temperature,
             log_q=self._log_q(candidates, len(rows)),
-            pair_scores=torch.cat([masked, torch.zeros(len(rows), 1)], dim=1),
+            pair_scores=on_device(torch.cat([masked, torch.zeros(len(rows), 1)], dim=1)),
         )
 
     def _as_served(self, batch: ExampleBatch) -> ExampleBatch:
@@ -268,7 +286,8 @@ class Trainer:
         )
         users = batch.user.unsqueeze(1).expand_as(candidates).flatten()
         times = batch.time.unsqueeze(1).expand_as(candidates).flatten()
-        return bias(self.history.features(users, candidates.flatten(), times)).view(size, -1)
+        features = self.history.features(users, candidates.flatten(), times)
+        return bias(self._on_device(features)).view(size, -1)
 
     def _log_q(self, items: Tensor, batch_size: int) -> Tensor | None:
         """log of each item's expected count among one step's sampled candidates: `batch_size`
@@ -277,7 +296,7 @@ class Trainer:
             return None
         uniform = self.config.random_negatives / len(self.known_items)
         expected = batch_size * self.item_probability[items] + uniform
-        return torch.log(expected)
+        return self._on_device(torch.log(expected))
 
     def _interest_terms(
         self,
@@ -320,7 +339,9 @@ class Trainer:
         roots = {k: v[:size] for k, v in roots.items()}
         sampled = self.sampler.sample(item_type, examples.item, examples.time)
         with torch.no_grad():
-            teacher_behaviour = teacher(make_batch(sampled, self.graph.data, self.context))
+            teacher_behaviour = teacher(
+                make_batch(sampled, self.graph.data, self.context).to(self.device)
+            )
             teacher_content = teacher.content_embedding(item_type, roots)
         distill = self.distillation.symmetric(
             model.primitive_logits(positives, 1.0),
@@ -342,9 +363,8 @@ class Trainer:
         return funnel_softmax_loss(
             users,
             content,
-            examples.item,
-            torch.zeros(len(examples.item), dtype=torch.long),
-            torch.ones(1),
+            self._on_device(examples.item),
+            *self._single_stage(len(examples.item)),
             random_negatives=random_content,
             temperature=self.config.temperature,
         )
