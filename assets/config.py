@@ -86,8 +86,8 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     # `hier evaluate` scores all of them.
     ablations: list[str] = Field(
         default_factory=lambda: list(DEFAULT_VIEWS),
-        description=f"ablations of our model to score: the views (`hier evaluate --help`) cost no "
-        f"training, each of {list(TRAINED)} trains a model of its own",
+        description=f"ablations to score: views (`hier evaluate --help`) cost no training, each"
+        f" of {list(TRAINED)} trains a model",
     )
     baselines: list[str] = Field(
         default_factory=lambda: list(QUICK_BASELINES),

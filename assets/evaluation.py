@@ -46,7 +46,11 @@ def evaluation_report(
     warm users and cold-start items; the interest hierarchy against the known taxonomy (NMI/ARI
     per level), token retrieval and stability. Written as report.md with plots and metrics.json,
     logged to MLflow (`eval/<model>/<metric>`), shown here."""
-    from hier_pipeline.evaluation.ablations import same_architecture, train_ablations
+    from hier_pipeline.evaluation.ablations import (
+        ablation_sampling,
+        same_architecture,
+        train_ablations,
+    )
     from hier_pipeline.evaluation.baselines.recommender import FitBudget
     from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
     from hier_pipeline.evaluation.report_page import inline_images, write_report
@@ -75,7 +79,8 @@ def evaluation_report(
                 run.log_metrics({f"{name}/{k}": v for k, v in record.items()}, step=epoch)
         comparison = Comparison(
             models={OURS: model, **{name: result.model for name, result in trained.items()}},
-            fanouts=core.fanouts,
+            sampling=core.neighbourhoods(len(graph.metadata.stages)),
+            model_sampling=ablation_sampling(core, config.ablations, len(graph.metadata.stages)),
             history=interest_model.history,
             views=views_of([SERVED, *config.ablations]),
             baselines=config.baselines,

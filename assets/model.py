@@ -133,7 +133,7 @@ def entity_embeddings(
         graph,
         content,
         storage.path("embeddings", f"{spec.name}.pt"),
-        config.to_core().fanouts,
+        config.to_core().neighbourhoods(len(graph.metadata.stages)),
     )
     context.log.info("embedded %s", artifact.counts)
     return dg.Output(

@@ -121,15 +121,15 @@ def _current(root: Path, content_cache: str) -> Any:
     from hier_pipeline.incremental.update import Current
     from hier_pipeline.interests.artifact import load_tokens
 
+    graph = load_graph(root / "graph.pt")
     return Current(
         warehouse=root / "raw.duckdb",
-        graph=load_graph(root / "graph.pt"),
+        graph=graph,
         content=torch.load(root / "content.pt", weights_only=True),
         model=root / "model.pt",
         tokens=load_tokens(root / "interests" / "tokens.pt"),
         folder=root / "interests",
         content_cache=root / content_cache,
-        fanouts=train_config().fanouts,
     )
 
 

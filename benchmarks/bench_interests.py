@@ -108,7 +108,9 @@ def _embed_as_of(home: Path, name: str, graph: Any, as_of: int, path: Path) -> A
 
     content = ContentArtifact(home / "content" / f"{name}.pt").load()
     model = ModelArtifact(home / "models" / f"{name}.pt", 0, {}, [], {}).load(graph, content)
-    return embed_entities(model, graph, content, path, TrainConfig().fanouts, as_of)
+    return embed_entities(
+        model, graph, content, path, TrainConfig().neighbourhoods(len(graph.metadata.stages)), as_of
+    )
 
 
 def _hierarchy(

@@ -118,7 +118,7 @@ def run(arguments: argparse.Namespace, prepared: Any) -> int:
                 graph,
                 prepared.content,
                 arguments.embeddings / f"{name}-seed{arguments.seed}.pt",
-                config.fanouts,
+                config.neighbourhoods(len(graph.metadata.stages)),
                 as_of=split.t1,  # the validation window stays unseen by what is built on them
             )
     reference = rows.get("full", {}).get("seconds_per_step")

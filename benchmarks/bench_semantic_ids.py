@@ -75,7 +75,7 @@ def _vectors(prepared: Any, seed: int, arguments: Any, end: int) -> dict[str, An
     users = torch.arange(int(graph.data[meta.user_type].num_nodes))
     found = {}
     for name, as_of in (("t2", prepared.split.t2), ("end", end)):
-        embed = AsOf(model, graph, prepared.content, config.fanouts, as_of)
+        embed = AsOf(model, graph, prepared.content, config.neighbourhoods(len(meta.stages)), as_of)
         found[name] = {"item": embed(meta.item_type, items), "user": embed(meta.user_type, users)}
     torch.save(found, path)
     return found

@@ -63,8 +63,8 @@ def new_item_quality(folder: str, out: str) -> dict[str, Any]:
     content = torch.load(root / "content.pt", weights_only=True)
     content = _with_batch_content(content, root)
     model = load_model(root / "model.pt", full, content)
-    fanouts = train_config().fanouts
-    vectors = embed_entities(model, full, content, root / "everything.pt", fanouts).load()
+    sampling = train_config().neighbourhoods(len(full.metadata.stages))
+    vectors = embed_entities(model, full, content, root / "everything.pt", sampling).load()
     keys = primary_keys(raw.database, everything, [user_type, item_type])
     rebuilt = _recall(keys, vectors, held, user_type, item_type)
     rebuilt_among_new = _recall(keys, vectors, held, user_type, item_type, new_items, K_AMONG_NEW)
@@ -73,7 +73,7 @@ def new_item_quality(folder: str, out: str) -> dict[str, Any]:
     base_content = torch.load(root / "content.pt", weights_only=True)
     comparison = Comparison(
         models={OURS: load_model(root / "model.pt", base, base_content)},
-        fanouts=fanouts,
+        sampling=sampling,
         views=(),  # the model's own row is what is compared
         baselines=("popularity",),
     )

@@ -197,7 +197,8 @@ def train(folder: str, work: str, steps: int, variant: str) -> dict[str, Any]:
         for index in range(steps):
             trainer.step(index)
     if variant == "full":
-        save_model(trainer.model, Path(work) / MODEL)
+        sampling = config.neighbourhoods(len(graph.metadata.stages))
+        save_model(trainer.model, Path(work) / MODEL, sampling)
     train_events = sum(len(events) for events in trainer.examples.by_stage)
     return _done(
         steps * config.batch_size,
@@ -216,7 +217,11 @@ def infer(folder: str, work: str) -> dict[str, Any]:
     clock = Clock()
     with clock.running():
         artifact = embed_entities(
-            model, graph, content, Path(work) / EMBEDDINGS, TrainConfig().fanouts
+            model,
+            graph,
+            content,
+            Path(work) / EMBEDDINGS,
+            TrainConfig().neighbourhoods(len(graph.metadata.stages)),
         )
     return _done(sum(artifact.counts.values()), clock, entities=artifact.counts)
 

@@ -1,9 +1,11 @@
 """The ablations of our model compared in the evaluation report: each switches off one idea and
 keeps everything else of the full model's training config.
 
-Five are trained models of their own (same data, split, seed and steps): four switch an idea off,
-`hier_explore_embedding` switches one on that is not the default (the embedding's own loss on
-explore positives only, issue 18 item 1; measured as a tie so far). The rest are views of
+Six are trained models of their own (same data, split, seed and steps): four switch an idea off,
+two switch one on that is not the default: `hier_explore_embedding` (the embedding's own loss on
+explore positives only, issue 18 item 1; measured as a tie so far) and `hier_target_fanouts` (the
+target stage's edges sampled apart, four times the first hop's cap, in training and serving;
+issue 18 item 2). The rest are views of
 the full model, free of training (`VIEWS`):
   - `hier_content_only` places users from the graph and items from their content alone (text and
     image, the content view that distillation aligns with the graph view), which is how a product
@@ -28,6 +30,7 @@ from torch import Tensor
 
 from hier_pipeline.evaluation.report import SERVED
 from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.sampler import SamplerConfig
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.model.attention import AttentionConfig
 from hier_pipeline.model.network import ModelConfig
@@ -75,6 +78,8 @@ TRAINED: dict[str, Callable[[TrainConfig], TrainConfig]] = {
     "hier_no_distill": lambda c: replace(c, use_distillation=False),
     "hier_no_history": lambda c: replace(c, model=replace(c.model, use_history_bias=False)),
     "hier_explore_embedding": lambda c: replace(c, explore_embedding_loss=True),
+    # The target stage drawn apart, at four times the first hop's cap (issue 18, item 2).
+    "hier_target_fanouts": lambda c: replace(c, target_fanouts=(4 * c.fanouts[0], *c.fanouts[1:])),
 }
 ABLATIONS = (*TRAINED, *VIEWS)
 
@@ -105,6 +110,15 @@ def train_ablations(
             progress(f"training {name}")
         results[name] = train_model(graph, content, split, TRAINED[name](config), progress=progress)
     return results
+
+
+def ablation_sampling(
+    config: TrainConfig, names: Sequence[str], num_stages: int
+) -> dict[str, SamplerConfig]:
+    """How the trained ablations among `names` sample neighbourhoods, where not as `config`."""
+    full = config.neighbourhoods(num_stages)
+    sampling = {n: TRAINED[n](config).neighbourhoods(num_stages) for n in names if n in TRAINED}
+    return {name: rule for name, rule in sampling.items() if rule != full}
 
 
 def same_architecture(trained: ModelConfig, config: TrainConfig) -> bool:

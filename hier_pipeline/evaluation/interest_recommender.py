@@ -147,12 +147,12 @@ class AsOf:
         model: GraphEncoder,
         graph: RelationalGraph,
         content: Mapping[str, Mapping[str, Tensor]],
-        fanouts: tuple[int, ...],
+        sampling: SamplerConfig,
         as_of: int,
     ) -> None:
         data, meta = graph.data, graph.metadata
         self.model, self.data, self.as_of = model, data, as_of
-        self.sampler = TemporalNeighborSampler(data, SamplerConfig(fanouts, "recent"))
+        self.sampler = TemporalNeighborSampler(data, sampling.as_served())
         self.context = GraphContext.of(
             data, list(data.edge_types), len(meta.stages), _plain(content), before=as_of
         )

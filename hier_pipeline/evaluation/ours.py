@@ -57,6 +57,7 @@ from hier_pipeline.evaluation.ranker_setup import (
 )
 from hier_pipeline.evaluation.report import OURS
 from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.sampler import SamplerConfig
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
 from hier_pipeline.interests.shares import LevelShares, level_shares
@@ -95,10 +96,12 @@ class HierarchyInputs:
 @dataclass(frozen=True)
 class Comparison:
     """What to compare, besides the data: our trained models by name (`hier` and any trained
-    ablations), the fanouts they embed with, our model's training history."""
+    ablations), the neighbourhoods they embed from (as served), our model's training history."""
 
     models: Mapping[str, GraphEncoder]
-    fanouts: tuple[int, ...]
+    sampling: SamplerConfig
+    # Models that sample otherwise than `sampling` (a trained ablation of it, `ablations.py`).
+    model_sampling: Mapping[str, SamplerConfig] = field(default_factory=dict)
     history: list[dict[str, float]] = field(default_factory=list)
     views: tuple[str, ...] = VIEWS  # the untrained ablations to add (`ablations.VIEWS`)
     baselines: Sequence[str] = tuple(BASELINES)
@@ -126,7 +129,8 @@ class OurModels:
     ) -> None:
         self.graph, self.content, self.comparison, self.as_of = graph, content, comparison, as_of
         self.horizon, self.hierarchy = horizon, hierarchy
-        self._embedders: dict[int, AsOf] = {}  # one sampler and context per time, shared
+        # One sampler and context per time and sampling rule, shared by the models using them.
+        self._embedders: dict[tuple[int, SamplerConfig], AsOf] = {}
         self._items: dict[tuple[str, int], Tensor] = {}
         self._vectors: dict[tuple[object, ...], tuple[Tensor, Tensor]] = {}
         self._trees: dict[tuple[str, int], InterestHierarchy] = {}
@@ -144,10 +148,12 @@ class OurModels:
         """(`users`, every item) embedded by model `name` as of `as_of`, once each."""
         key = (name, as_of, tuple(users.tolist()))
         if key not in self._vectors:
-            model, fanouts = self.comparison.models[name], self.comparison.fanouts
-            if as_of not in self._embedders:
-                self._embedders[as_of] = AsOf(model, self.graph, self.content, fanouts, as_of)
-            embed = self._embedders[as_of].for_model(model)
+            model = self.comparison.models[name]
+            sampling = self.comparison.model_sampling.get(name, self.comparison.sampling)
+            if (as_of, sampling) not in self._embedders:
+                embedder = AsOf(model, self.graph, self.content, sampling, as_of)
+                self._embedders[as_of, sampling] = embedder
+            embed = self._embedders[as_of, sampling].for_model(model)
             if (name, as_of) not in self._items:
                 items = torch.arange(int(self.graph.data[self.graph.metadata.item_type].num_nodes))
                 self._items[name, as_of] = embed(self.graph.metadata.item_type, items)

@@ -10,7 +10,7 @@ its probes miss the cache across the whole array, where a segment's probes stay 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -51,6 +51,11 @@ class TimeSortedCSR:
         rowptr = np.zeros(len(dst_time) + 1, dtype=np.int64)
         np.cumsum(np.bincount(dst, minlength=len(dst_time)), out=rowptr[1:])
         return cls(rowptr=rowptr, src=src[order], e_id=order, usable_from=usable[order])
+
+    def renumbered(self, edge_ids: np.ndarray) -> TimeSortedCSR:
+        """The same CSR over a subset of an edge type's edges, built from ``edge_ids``' rows:
+        its ``e_id`` numbered as in the whole edge type. Shapes: ``edge_ids`` [E]."""
+        return replace(self, e_id=edge_ids[self.e_id])
 
     def valid_range(self, nodes: np.ndarray, before: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Start and count of each node's incoming edges usable strictly before its limit.

@@ -18,9 +18,11 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
+from torch_geometric.data.storage import EdgeStorage
 from torch_geometric.typing import EdgeType
 
 from hier_pipeline.graph.csr import ragged_arange
+from hier_pipeline.graph.sampler import SamplerConfig
 
 NODE_ATTRIBUTES = ("x_num", "x_cat", "time")  # what samplers and models read of a node
 
@@ -39,27 +41,32 @@ def recent_neighbourhood(
     data: HeteroData,
     added: HeteroData,
     seeds: dict[str, Tensor],
-    fanouts: tuple[int, ...],
+    sampling: SamplerConfig,
     before: int,
 ) -> Neighbourhood:
-    """What a `recent` sampler with these `fanouts` draws for `seeds` (extended-graph indices) at
-    time `before`, over `data` extended by `added` (node i of type t in `added` is node
-    `data[t].num_nodes + i`; its edges use extended indices and follow `data`'s)."""
+    """What a `recent` sampler with `sampling`'s fanouts draws for `seeds` (extended-graph
+    indices) at time `before`, over `data` extended by `added` (node i of type t in `added` is
+    node `data[t].num_nodes + i`; its edges use extended indices and follow `data`'s). A stage
+    drawn apart (`sampling.stage`) is kept apart here too, with its own caps."""
     graph = _Extended(data, added)
     expand = {t: torch.zeros(n, dtype=torch.bool) for t, n in graph.size.items()}
     for node_type, nodes in seeds.items():
         expand[node_type][nodes] = True
     reached_before = {t: mask.clone() for t, mask in expand.items()}
     kept: dict[EdgeType, list[Tensor]] = {t: [] for t in data.edge_types}
-    for hop in range(len(fanouts)):
-        # A node first reached at this hop from one seed may be reached later from another,
-        # and expanded then with a later hop's fanout: keep enough edges for the largest.
-        fanout = -1 if -1 in fanouts[hop:] else max(fanouts[hop:])
+    for hop in range(len(sampling.fanouts)):
         reached = {t: torch.zeros_like(mask) for t, mask in expand.items()}
         for edge_type in data.edge_types:
             source, _, destination = edge_type
-            if expand[destination].any():
-                chosen, src = graph.latest_into(edge_type, expand[destination], fanout, before)
+            if not expand[destination].any():
+                continue
+            for stage, fanouts in _channels(data[edge_type], sampling):
+                # A node first reached at this hop from one seed may be reached later from
+                # another, and expanded then with a later hop's fanout: keep enough for the largest.
+                fanout = -1 if -1 in fanouts[hop:] else max(fanouts[hop:])
+                chosen, src = graph.latest_into(
+                    edge_type, expand[destination], fanout, before, stage
+                )
                 kept[edge_type].append(chosen)
                 reached[source][src] = True
         expand = {t: mask & ~reached_before[t] for t, mask in reached.items()}
@@ -113,10 +120,16 @@ class _Extended:
         return index[torch.from_numpy(np.lexsort((event, source)))]
 
     def latest_into(
-        self, edge_type: EdgeType, expand: Tensor, fanout: int, before: int
+        self,
+        edge_type: EdgeType,
+        expand: Tensor,
+        fanout: int,
+        before: int,
+        stage: tuple[int, bool] | None = None,
     ) -> tuple[Tensor, Tensor]:
         """The edges (indices) into the `expand` nodes a `recent` draw of `fanout` can take
-        before `before`, and their sources."""
+        before `before`, and their sources; with `stage` (s, True), only edges of stage s, with
+        (s, False), only the others."""
         source, _, destination = edge_type
         base, added = self.num_edges(edge_type)
         candidates = [expand[self.data[edge_type].edge_index[1]].nonzero().flatten()]
@@ -130,6 +143,8 @@ class _Extended:
             torch.maximum(self.node(source, "time", src), self.node(destination, "time", dst)),
         )
         valid = usable < before
+        if stage is not None:
+            valid &= (self.edge(edge_type, "edge_stage", index) == stage[0]) == stage[1]
         chosen = _latest(dst[valid].numpy(), usable[valid].numpy(), fanout)
         return index[valid][chosen], src[valid][chosen]
 
@@ -180,6 +195,17 @@ class _Extended:
                 counts = torch.bincount(src, minlength=self.size[source])
                 degree[source] += counts[ids[source]].to(degree[source].dtype)
         return degree
+
+
+def _channels(
+    store: EdgeStorage, sampling: SamplerConfig
+) -> list[tuple[tuple[int, bool] | None, tuple[int, ...]]]:
+    """The edge type's channels as the sampler draws them (`TemporalNeighborSampler._split`):
+    all its edges under `fanouts`, or a stage apart under its own caps and the rest."""
+    if sampling.stage is None or "edge_stage" not in store:
+        return [(None, sampling.fanouts)]
+    stage = sampling.stage.stage
+    return [((stage, False), sampling.fanouts), ((stage, True), sampling.stage.fanouts)]
 
 
 def _union(parts: list[Tensor]) -> Tensor:

@@ -11,7 +11,7 @@ of every edge type ``(src, rel, dst)`` that point into it, and their ``src`` nod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -23,7 +23,16 @@ from torch_geometric.typing import EdgeType
 
 from hier_pipeline.graph.csr import Strategy, TimeSortedCSR, draw_offsets
 
-__all__ = ["SampledSubgraph", "SamplerConfig", "TemporalNeighborSampler"]
+__all__ = ["SampledSubgraph", "SamplerConfig", "StageFanouts", "TemporalNeighborSampler"]
+
+
+class StageFanouts(NamedTuple):
+    """Caps per hop for the edges of one funnel stage, drawn apart from their relation's others.
+    Why: the target stage can be rare (a coupon purchase is 1 in 77 Complete Journey purchases),
+    so among a user's latest 8 edges it is seldom in view, among its own latest 32 always."""
+
+    stage: int  # an `edge_stage` value: an index into `GraphMetadata.stages`
+    fanouts: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -36,11 +45,34 @@ class SamplerConfig:
     ``edge_time`` itself whenever an edge is no older than its endpoints, as the graph builder
     makes them). ``seed`` fixes the sequence of samples a sampler instance produces; give each
     data-loading worker its own seed (forked copies of one sampler would draw the same samples).
+
+    ``stage``: the edges of one funnel stage (``edge_stage``) drawn as a relation of their own,
+    with caps per hop of their own; the other edges of their relation keep ``fanouts``.
     """
 
     fanouts: tuple[int, ...] = (10, 5)
     strategy: Strategy = "uniform"
     seed: int = 0
+    stage: StageFanouts | None = None
+
+    def as_served(self) -> SamplerConfig:
+        """The same neighbourhoods as serving draws them: the latest ones, no random numbers."""
+        return replace(self, strategy="recent", seed=0)
+
+    def __post_init__(self) -> None:
+        if self.stage is not None and len(self.stage.fanouts) != len(self.fanouts):
+            raise ValueError(
+                f"stage {self.stage.stage}'s fanouts {self.stage.fanouts} need one cap per hop,"
+                f" as fanouts {self.fanouts} has"
+            )
+
+
+class _Channel(NamedTuple):
+    """Edges of one edge type drawn together under one cap per hop: all of them, or one stage's."""
+
+    edge_type: EdgeType
+    csr: TimeSortedCSR
+    fanouts: tuple[int, ...]
 
 
 @dataclass(frozen=True)
@@ -178,16 +210,31 @@ class TemporalNeighborSampler:
         self.num_nodes = {t: int(data[t].num_nodes) for t in data.node_types}
         node_time = {t: _required(data[t], "time", t) for t in data.node_types}
         self.edge_time: dict[EdgeType, np.ndarray] = {}
-        self.csr: dict[EdgeType, TimeSortedCSR] = {}
+        self.channels: list[_Channel] = []
         for edge_type in data.edge_types:
             src, _, dst = edge_type
             edge_time = _required(data[edge_type], "edge_time", edge_type)
             self.edge_time[edge_type] = edge_time
             edge_index = _required(data[edge_type], "edge_index", edge_type)
-            self.csr[edge_type] = TimeSortedCSR.build(
-                edge_index, edge_time, node_time[src], node_time[dst]
-            )
+            for edges, fanouts in self._split(data[edge_type]):
+                if edges is None:
+                    csr = TimeSortedCSR.build(edge_index, edge_time, node_time[src], node_time[dst])
+                else:
+                    csr = TimeSortedCSR.build(
+                        edge_index[:, edges], edge_time[edges], node_time[src], node_time[dst]
+                    ).renumbered(edges)
+                self.channels.append(_Channel(edge_type, csr, fanouts))
         self.rng = np.random.default_rng(config.seed)
+
+    def _split(self, store: EdgeStorage) -> list[tuple[np.ndarray | None, tuple[int, ...]]]:
+        """The edges of one type as (edge ids, caps per hop) channels: every edge in one (None),
+        or, with `config.stage` and staged edges, that stage's apart from the rest."""
+        config, stage = self.config, store.get("edge_stage")
+        if config.stage is None or stage is None:
+            return [(None, config.fanouts)]
+        apart = stage.numpy() == config.stage.stage
+        ids = np.arange(store.num_edges, dtype=np.int64)
+        return [(ids[~apart], config.fanouts), (ids[apart], config.stage.fanouts)]
 
     def sample(
         self,
@@ -212,18 +259,18 @@ class TemporalNeighborSampler:
         frontier = {seed_type: first}
         empty = np.empty(0, dtype=np.int64)
         parts: dict[EdgeType, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {
-            edge_type: [(empty, empty, empty)] for edge_type in self.csr
+            edge_type: [(empty, empty, empty)] for edge_type in self.edge_time
         }
-        for hop, fanout in enumerate(self.config.fanouts, start=1):
+        for hop in range(1, len(self.config.fanouts) + 1):
             reached: dict[str, list[_Frontier]] = {}
-            for edge_type, csr in self.csr.items():
+            for edge_type, csr, fanouts in self.channels:
                 src, _, dst = edge_type
                 if dst not in frontier:
                     continue
                 gid, root, local = frontier[dst]
                 start, count = csr.valid_range(gid, limit[root])
                 row, offset = draw_offsets(
-                    count, fanout, strategy or self.config.strategy, self.rng
+                    count, fanouts[hop - 1], strategy or self.config.strategy, self.rng
                 )
                 position = start[row] + offset
                 src_local, new = nodes[src].add(csr.src[position], root[row], hop)

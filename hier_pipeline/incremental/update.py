@@ -29,7 +29,7 @@ from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.dataset.spec import DatasetSpec
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.neighbourhood import recent_neighbourhood
-from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.incremental.accumulated import accept_batch, accumulated_batches
 from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_content
 from hier_pipeline.interests.arrivals import (
@@ -42,12 +42,11 @@ from hier_pipeline.interests.artifact import Tokens, load_hierarchy
 from hier_pipeline.interests.entities import keys_of_rows
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import TokenBags, TokenConfig, assign_tokens, code_bags
-from hier_pipeline.model.artifact import load_model
+from hier_pipeline.model.artifact import load_model, load_sampling
 from hier_pipeline.model.embeddings import role_types
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
-from hier_pipeline.model.train_config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -61,7 +60,6 @@ class Current:
     tokens: Tokens  # the tree (`tokens.hierarchy`) and the folder the batch files go to
     folder: Path  # where `tokens.pt` lives: batch files go to `folder/batches/`
     content_cache: Path  # the content stage's cache: a text or image seen before is not re-embedded
-    fanouts: tuple[int, ...] = TrainConfig.fanouts  # the neighbourhood the model embeds from
     temperature: float = TokenConfig.temperature  # of the served bags' weights (not stored)
 
 
@@ -250,10 +248,11 @@ def _embed(
         rows[t].time for t in rows.node_types
     ]
     as_of = 1 + max(int(time.max()) for time in times if len(time))
-    near = recent_neighbourhood(graph.data, rows, seeds, current.fanouts, as_of)
+    sampling = load_sampling(current.model)  # as the model was trained and is served
+    near = recent_neighbourhood(graph.data, rows, seeds, sampling, as_of)
     data = near.graph
     context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
-    sampler = TemporalNeighborSampler(data, SamplerConfig(current.fanouts, "recent"))
+    sampler = TemporalNeighborSampler(data, sampling)
     with torch.inference_mode():
         return {
             t: embed_nodes(model, sampler, data, context, t, near.seeds[t], as_of) for t in seeds

@@ -1,4 +1,5 @@
-"""The trained model as a file: weights plus what is needed to rebuild it next to its graph."""
+"""The trained model as a file: weights plus what is needed to rebuild it next to its graph, and
+the neighbourhoods it embeds from, so that every later stage samples as training did."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from torch import Tensor
 
 from hier_pipeline.files.atomic import atomic_path
 from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.sampler import SamplerConfig, StageFanouts
 from hier_pipeline.model.attention import AttentionConfig
 from hier_pipeline.model.factory import GraphEncoder, build_model
 from hier_pipeline.model.inputs import InputConfig, node_type_shapes
 from hier_pipeline.model.network import ModelConfig
+from hier_pipeline.model.train_config import TrainConfig
 
 
 @dataclass(frozen=True)
@@ -52,8 +55,41 @@ def load_model(
     return model.eval()
 
 
-def save_model(model: GraphEncoder, path: Path) -> None:
-    """Atomic write of weights and config (plain tensors and numbers: `weights_only` loads it)."""
-    payload: dict[str, Any] = {"state_dict": model.state_dict(), "config": asdict(model.config)}
+def save_model(model: GraphEncoder, path: Path, sampling: SamplerConfig) -> None:
+    """Atomic write of weights, config and the neighbourhoods the model was trained on (plain
+    tensors, numbers and lists: `weights_only` loads it)."""
+    payload: dict[str, Any] = {
+        "state_dict": model.state_dict(),
+        "config": asdict(model.config),
+        "sampling": sampling_payload(sampling),
+    }
     with atomic_path(path) as partial:
         torch.save(payload, partial)
+
+
+def load_sampling(path: Path) -> SamplerConfig:
+    """How the model in `path` embeds, as served (`SamplerConfig.as_served`); a file written
+    before models recorded it: the default training config's fanouts."""
+    payload = torch.load(path, weights_only=True)
+    if "sampling" not in payload:
+        return SamplerConfig(TrainConfig.fanouts, "recent")
+    return sampling_from(payload["sampling"])
+
+
+def sampling_payload(sampling: SamplerConfig) -> dict[str, Any]:
+    """The fanouts of `sampling` as plain lists (the strategy and seed are training's own)."""
+    stage = sampling.stage
+    return {
+        "fanouts": list(sampling.fanouts),
+        "stage": None if stage is None else [stage.stage, list(stage.fanouts)],
+    }
+
+
+def sampling_from(payload: dict[str, Any]) -> SamplerConfig:
+    """`sampling_payload`'s inverse, as served."""
+    stage = payload.get("stage")
+    return SamplerConfig(
+        tuple(payload["fanouts"]),
+        "recent",
+        stage=None if stage is None else StageFanouts(stage[0], tuple(stage[1])),
+    )

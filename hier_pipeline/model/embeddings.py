@@ -44,14 +44,15 @@ def embed_entities(
     graph: RelationalGraph,
     content: dict[str, dict[str, Tensor]],
     path: Path,
-    fanouts: tuple[int, ...],
+    sampling: SamplerConfig,
     as_of: int | None = None,
 ) -> EmbeddingArtifact:
-    """Embed every node of the user, advertiser and item types; cold-start ones included."""
+    """Embed every node of the user, advertiser and item types, cold-start ones included, from
+    the neighbourhoods `sampling` draws as served (`SamplerConfig.as_served`)."""
     data = graph.data
     if as_of is None:
         as_of = 1 + max(int(data[t].time.max()) for t in data.node_types if data[t].num_nodes)
-    sampler = TemporalNeighborSampler(data, SamplerConfig(fanouts, "recent"))
+    sampler = TemporalNeighborSampler(data, sampling.as_served())
     context = GraphContext.of(data, list(data.edge_types), len(graph.metadata.stages), content)
     vectors = {
         node_type: embed_nodes(

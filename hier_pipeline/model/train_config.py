@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hier_pipeline.graph.csr import Strategy
+from hier_pipeline.graph.sampler import SamplerConfig, StageFanouts
 from hier_pipeline.model.network import ModelConfig
 
 
@@ -14,6 +15,9 @@ from hier_pipeline.model.network import ModelConfig
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     fanouts: tuple[int, ...] = (8, 4)
+    # Caps per hop for the target (deepest) stage's edges, drawn as a relation of their own
+    # (`StageFanouts`); None: drawn with the other stages under `fanouts` (issue 18, item 2).
+    target_fanouts: tuple[int, ...] | None = None
     # Which neighbours a training example's roots see: "uniform" draws among all before its time,
     # "recent" keeps the latest ones, as serving always does (`infer.py`).
     sampling: Strategy = "uniform"
@@ -78,3 +82,11 @@ class TrainConfig:
     # Wall-clock seconds of optimisation steps (validation excluded) after which training ends,
     # mid-epoch if need be: equal-time comparisons between backbones. None: no limit.
     time_budget_seconds: float | None = None
+
+    def neighbourhoods(self, num_stages: int) -> SamplerConfig:
+        """How training samples neighbourhoods, for a graph of `num_stages` funnel stages;
+        `SamplerConfig.as_served` of it is how every later stage embeds with the model."""
+        stage = None
+        if self.target_fanouts is not None:
+            stage = StageFanouts(num_stages - 1, self.target_fanouts)
+        return SamplerConfig(self.fanouts, self.sampling, self.seed, stage)

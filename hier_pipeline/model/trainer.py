@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from hier_pipeline.graph.build import RelationalGraph
-from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.graph.split import TemporalSplit, first_engagement_time
 from hier_pipeline.model.checkpoint import Restorable
 from hier_pipeline.model.device import mixed_precision, resolve_device
@@ -59,9 +59,7 @@ class Trainer:
         # training seeds are all before t1, so no separate training graph needs to be held.
         relations = list(data.edge_types)
         self.context = GraphContext.of(data, relations, len(meta.stages), self.content, t1)
-        self.sampler = TemporalNeighborSampler(
-            data, SamplerConfig(self.config.fanouts, self.config.sampling, self.config.seed)
-        )
+        self.sampler = TemporalNeighborSampler(data, self.config.neighbourhoods(len(meta.stages)))
         self.examples = ExampleSampler(data, meta, self.config.seed, before=t1)
         self.known_items = torch.nonzero(data[meta.item_type].time < t1).flatten()
         self.first_engagement = first_engagement_time(self.graph)

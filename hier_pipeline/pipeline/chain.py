@@ -77,7 +77,11 @@ def run_chain(
     )
     clock.lap("train")
     embeddings = embed_entities(
-        trained.result.model, graph, content, out_dir / EMBEDDINGS_FILE, config.train.fanouts
+        trained.result.model,
+        graph,
+        content,
+        out_dir / EMBEDDINGS_FILE,
+        config.train.neighbourhoods(len(graph.metadata.stages)),
     )
     clock.lap("embed")
     interests = out_dir / INTERESTS_FOLDER

@@ -12,7 +12,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hier_pipeline.evaluation.ablations import ABLATIONS, train_ablations, views_of
+from hier_pipeline.evaluation.ablations import (
+    ABLATIONS,
+    ablation_sampling,
+    train_ablations,
+    views_of,
+)
 from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET
 from hier_pipeline.evaluation.baselines.recommender import FitBudget
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
@@ -64,7 +69,10 @@ def evaluate_dataset(
     ablations = train_ablations(graph, content, split, config.train, config.ablations, progress)
     comparison = Comparison(
         models={OURS: trained.model, **reseeded, **{n: r.model for n, r in ablations.items()}},
-        fanouts=config.train.fanouts,
+        sampling=config.train.neighbourhoods(len(graph.metadata.stages)),
+        model_sampling=ablation_sampling(
+            config.train, config.ablations, len(graph.metadata.stages)
+        ),
         history=trained.history,
         views=views_of(config.ablations),
         baselines=config.baselines,

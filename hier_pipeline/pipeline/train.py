@@ -62,7 +62,7 @@ def train_interest_model(
     popularity = popularity_metrics(graph, window, split.t1, config.eval_k)
     version = None
     if path is not None:
-        save_model(result.model, path)
+        save_model(result.model, path, config.neighbourhoods(len(graph.metadata.stages)))
     if registration is not None and path is not None:
         registration.run.log_metrics({f"baseline/popularity/{k}": v for k, v in popularity.items()})
         registration.run.log_artifact(path, "model")
@@ -72,7 +72,7 @@ def train_interest_model(
             path,
             registration.graph,
             registration.content,
-            config.fanouts,
+            config.neighbourhoods(len(graph.metadata.stages)),
             config.model.dim,
         )
     if checkpoints is not None:

@@ -25,7 +25,7 @@ from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
 
 from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.graph.store import load_graph
-from hier_pipeline.model.artifact import load_model
+from hier_pipeline.model.artifact import load_model, sampling_from, sampling_payload
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.tracking import TrackedRun
@@ -50,8 +50,7 @@ class EntityEmbedder(PythonModel):
         self.content = torch.load(config["content"], weights_only=True)
         self.model = load_model(Path(context.artifacts["weights"]), self.graph, self.content)
         data = self.graph.data
-        self.fanouts = tuple(config["fanouts"])
-        self.sampler = TemporalNeighborSampler(data, SamplerConfig(self.fanouts, "recent"))
+        self.sampler = TemporalNeighborSampler(data, sampling_from(config))
         self.context = GraphContext.of(
             data, list(data.edge_types), len(self.graph.metadata.stages), self.content
         )
@@ -82,7 +81,7 @@ def register_model(
     weights: Path,
     graph: Path,
     content: Path,
-    fanouts: tuple[int, ...],
+    sampling: SamplerConfig,
     dim: int,
 ) -> ModelVersion:
     """Log the pyfunc under the run and register a new version of `name` that points at it."""
@@ -95,7 +94,7 @@ def register_model(
             model_config={
                 "graph": str(graph.resolve()),
                 "content": str(content.resolve()),
-                "fanouts": list(fanouts),
+                **sampling_payload(sampling),
             },
             signature=signature(dim),
             pip_requirements=["hier-pipeline"],

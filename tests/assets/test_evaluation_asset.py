@@ -21,7 +21,7 @@ from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.evaluation.report import SERVED
 from hier_pipeline.graph import GraphArtifact, default_split
 from hier_pipeline.interests.index import InterestIndex
-from hier_pipeline.model.artifact import ModelArtifact, save_model
+from hier_pipeline.model.artifact import ModelArtifact, load_sampling, save_model
 from hier_pipeline.pipeline.chain import (
     CONTENT_FILE,
     GRAPH_FILE,
@@ -176,7 +176,8 @@ def test_a_randomised_model_fails_the_gate_and_serves_nothing(
     with torch.no_grad():
         for parameter in broken.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator))
-    save_model(broken, tmp_path / "broken.pt")
+    sampling = load_sampling(upstream.values["interest_model"].path)
+    save_model(broken, tmp_path / "broken.pt", sampling)
     model = replace(upstream.values["interest_model"], path=tmp_path / "broken.pt")
     result = evaluate(upstream, tmp_path, {"ablations": [], "baselines": ["popularity"]}, model)
     assert not result.success

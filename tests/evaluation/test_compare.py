@@ -19,6 +19,7 @@ from hier_pipeline.evaluation.ablations import (
     NO_REPRESENTATION,
     TRAINED,
     VIEWS,
+    ablation_sampling,
     same_architecture,
     train_ablations,
 )
@@ -34,6 +35,8 @@ from hier_pipeline.evaluation.interest_recommender import AsOf
 from hier_pipeline.evaluation.report import EvaluationReport
 from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.graph import default_split
+from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.sampler import SamplerConfig, StageFanouts
 from hier_pipeline.graph.split import TemporalSplit
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.tokens import TokenConfig
@@ -50,9 +53,14 @@ from tests.interests.conftest import TINY
 BASELINE_NAMES = ("popularity", "repeat", "itemknn")
 
 
+def served(graph: RelationalGraph) -> SamplerConfig:
+    """The tiny config's neighbourhoods, as the evaluation embeds with them."""
+    return TINY.neighbourhoods(len(graph.metadata.stages))
+
+
 @dataclass(frozen=True)
 class Compared:
-    graph: object
+    graph: RelationalGraph
     content: dict
     split: TemporalSplit
     model: GraphEncoder
@@ -74,7 +82,7 @@ def compared(
         trained = train_model(graph, content, split, TINY)
         ablations = train_ablations(graph, content, split, TINY, ABLATIONS)
         folder = tmp_path_factory.mktemp("compare")
-        vectors = embed_entities(trained.model, graph, content, folder / "e.pt", TINY.fanouts)
+        vectors = embed_entities(trained.model, graph, content, folder / "e.pt", served(graph))
         items = vectors.load()[graph.metadata.item_type]
         spec = parse_dataset(synthetic_world)
         database = load_dataset(spec, folder / "db.duckdb").database
@@ -86,7 +94,8 @@ def compared(
         )
         comparison = Comparison(
             models={"hier": trained.model, **{n: r.model for n, r in ablations.items()}},
-            fanouts=TINY.fanouts,
+            sampling=served(graph),
+            model_sampling=ablation_sampling(TINY, ABLATIONS, len(graph.metadata.stages)),
             history=trained.history,
             baselines=BASELINE_NAMES,
             budget=FitBudget(steps=1),
@@ -154,7 +163,7 @@ def test_our_own_score_is_the_full_ranking_of_the_model_as_of_t2(compared: Compa
     graph, report, t2 = compared.graph, compared.report, compared.split.t2
     history = Interactions.from_graph(graph, t2)
     window = warm_window(graph, history, t2, report.end, max_users=1000)
-    embed = AsOf(compared.model, graph, compared.content, TINY.fanouts, t2)
+    embed = AsOf(compared.model, graph, compared.content, served(graph), t2)
     users = embed(graph.metadata.user_type, window.users)
     items = embed(graph.metadata.item_type, torch.arange(graph.data["products"].num_nodes))
     exclude = history.target_items(window.users) if report.exclude_seen else None
@@ -180,7 +189,7 @@ def _evaluated(compared: Compared, model: GraphEncoder, floor: int) -> Evaluatio
     """`model` as our row against popularity, with the ranker's floor of relevant pairs."""
     comparison = Comparison(
         models={"hier": model},
-        fanouts=TINY.fanouts,
+        sampling=served(compared.graph),
         views=(NO_RANKER,),
         baselines=("popularity",),
         ranker=RankerConfig(min_relevant=floor),
@@ -219,7 +228,7 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
     ranker's views are the ranker's, fitted on [t1, t2), not the model's own score."""
     comparison = Comparison(
         models={"hier": compared.model},
-        fanouts=TINY.fanouts,
+        sampling=served(compared.graph),
         views=(NO_RANKER, COUNTS_ONLY, NO_REPRESENTATION, NO_COLD_ITEMS),
         baselines=("popularity",),
         ranker=RankerConfig(min_relevant=1),
@@ -262,8 +271,13 @@ def test_each_ablation_differs_from_the_full_config_in_its_switch_only() -> None
         "hier_no_distill": {"use_distillation"},
         "hier_no_history": {"model.use_history_bias"},
         "hier_explore_embedding": {"explore_embedding_loss"},
+        "hier_target_fanouts": {"target_fanouts"},
     }
     assert len(biases) == 5
+    # The one that samples otherwise is embedded as it was trained, the others as `hier`.
+    (name, sampling), *others = ablation_sampling(TINY, list(TRAINED), 4).items()
+    assert name == "hier_target_fanouts" and not others
+    assert sampling.stage == StageFanouts(3, (4 * TINY.fanouts[0], *TINY.fanouts[1:]))
 
 
 def test_ablations_are_trained_models_of_their_own(compared: Compared) -> None:

@@ -10,7 +10,7 @@ from torch import Tensor
 from torch_geometric.data import HeteroData
 
 from hier_pipeline.graph.neighbourhood import recent_neighbourhood
-from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.sampler import SamplerConfig, StageFanouts, TemporalNeighborSampler
 from tests.graph.test_sampler import random_graph
 
 ADDED = 300  # the last transactions, as if a batch had brought them
@@ -18,15 +18,19 @@ ADDED = 300  # the last transactions, as if a batch had brought them
 
 @pytest.mark.parametrize("fanouts", [(4, 3), (2, 6), (3, -1)])
 @pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("stage", [None, StageFanouts(1, (6, 1))])
 def test_a_sampler_over_the_neighbourhood_draws_what_one_over_the_whole_graph_draws(
-    fanouts: tuple[int, ...], split: bool
+    fanouts: tuple[int, ...], split: bool, stage: StageFanouts | None
 ) -> None:
     data = random_graph(seed=3, users=200, items=300, events=2000)
     for node_type in data.node_types:  # features as a built graph has them
         rows = int(data[node_type].num_nodes)
         data[node_type].x_num = torch.randn(rows, 2)
         data[node_type].x_cat = torch.randint(0, 9, (rows, 1))
-    config = SamplerConfig(fanouts, "recent")
+    views = data["users", "viewed", "items"]
+    staged = (torch.rand(views.num_edges, generator=torch.Generator().manual_seed(0)) < 0.2).long()
+    views.edge_stage = data["items", "rev_viewed", "users"].edge_stage = staged
+    config = SamplerConfig(fanouts, "recent", stage=stage)
     users = torch.tensor([5, 9, 11])
     drawn = TemporalNeighborSampler(data, config).sample("users", users, torch.full_like(users, 60))
     near_users = drawn.n_id["items"][drawn.hop["items"] == 1]  # items a user seed expands next
@@ -34,7 +38,7 @@ def test_a_sampler_over_the_neighbourhood_draws_what_one_over_the_whole_graph_dr
     seeds = {"items": torch.cat([torch.tensor([17, 17, 250]), near_users[:2]]), "users": users}
     base, added = _split(data) if split else (data, HeteroData())
 
-    near = recent_neighbourhood(base, added, seeds, fanouts, before=60)
+    near = recent_neighbourhood(base, added, seeds, config, before=60)
 
     total = sum(data[t].edge_index.shape[1] for t in data.edge_types)
     assert 0 < sum(near.graph[t].edge_index.shape[1] for t in data.edge_types) < total / 4
@@ -97,5 +101,7 @@ def _split(data: HeteroData) -> tuple[HeteroData, HeteroData]:
         for part, mask in ((base, ~later), (added, later)):
             if mask.any() or part is base:
                 part[edge_type].edge_index = store.edge_index[:, mask]
-                part[edge_type].edge_time = store.edge_time[mask]
+                for name in ("edge_time", "edge_stage"):
+                    if name in store:
+                        part[edge_type][name] = store[name][mask]
     return base, added

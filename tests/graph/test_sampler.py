@@ -10,7 +10,12 @@ import torch
 from torch_geometric.data import HeteroData
 
 from hier_pipeline.graph.csr import Strategy, draw_offsets
-from hier_pipeline.graph.sampler import SampledSubgraph, SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.sampler import (
+    SampledSubgraph,
+    SamplerConfig,
+    StageFanouts,
+    TemporalNeighborSampler,
+)
 
 BOUGHT = ("transactions", "by_user", "users")
 CONTAINS = ("transactions", "of_item", "items")
@@ -204,6 +209,35 @@ def test_recent_takes_exactly_the_latest_valid_edges() -> None:
         "users", torch.tensor([0]), torch.tensor([8])
     )
     assert sorted(out.edge_time["items", "rev_bought", "users"].tolist()) == [4, 5, 6]
+
+
+def test_a_stage_drawn_apart_stays_in_view_behind_more_recent_shallow_edges() -> None:
+    """Three purchases (stage 1) older than eight views (stage 0): a recent draw of 2 over the
+    relation sees views only; with stage 1 drawn apart under its own cap, all three purchases too,
+    by their ids in the whole relation."""
+    data = HeteroData()
+    _nodes(data, "users", [ALWAYS])
+    _nodes(data, "items", [ALWAYS] * 11)
+    times = [1, 2, 3, *range(10, 18)]
+    _link(data, ("users", "engaged", "items"), [0] * 11, list(range(11)), times)
+    stage = torch.tensor([1, 1, 1, *[0] * 8])
+    relation = ("items", "rev_engaged", "users")
+    data[relation].edge_stage = data["users", "engaged", "items"].edge_stage = stage
+
+    def drawn(config: SamplerConfig) -> list[int]:
+        out = TemporalNeighborSampler(data, config).sample(
+            "users", torch.tensor([0]), torch.tensor([100])
+        )
+        return sorted(out.e_id[relation].tolist())
+
+    assert drawn(SamplerConfig(fanouts=(2,), strategy="recent")) == [9, 10]
+    apart = SamplerConfig(fanouts=(2,), strategy="recent", stage=StageFanouts(1, (5,)))
+    assert drawn(apart) == [0, 1, 2, 9, 10]
+    uniform = SamplerConfig(fanouts=(2,), strategy="uniform", stage=StageFanouts(1, (2,)))
+    chosen = drawn(uniform)
+    assert len(chosen) == 4 and stage[chosen].tolist().count(1) == 2
+    with pytest.raises(ValueError, match="one cap per hop"):
+        SamplerConfig(fanouts=(2, 1), stage=StageFanouts(1, (5,)))
 
 
 def test_recent_on_the_random_graph_keeps_the_last_k_to_become_usable(graph: HeteroData) -> None:

@@ -46,7 +46,6 @@ class Base:
             self.tokens.load(),
             folder,
             cache,
-            TINY.fanouts,
         )
 
 

@@ -14,19 +14,18 @@ import torch
 from hier_pipeline.dataset import DatasetSpec, load_dataset, parse_dataset
 from hier_pipeline.dataset.arrivals import incoming_folder, with_batches
 from hier_pipeline.graph import build_graph
-from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.incremental.update import BatchUpdate, update_batch
 from hier_pipeline.interests.arrivals import load_batch_tokens
 from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.interests.index import InterestIndex
-from hier_pipeline.model.artifact import load_model
+from hier_pipeline.model.artifact import load_model, load_sampling
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.release.promotion import PromotionConfig, promote
 from hier_pipeline.synthetic.arrivals import BatchConfig, generate_batch
 from tests.incremental.conftest import Base
 from tests.incremental.test_promotion import PASSING
-from tests.interests.conftest import TINY
 
 CHAIN = ("batch0001", "batch0002", "batch0003")
 
@@ -126,7 +125,7 @@ def test_served_vectors_equal_the_model_over_a_full_rebuild_of_each_prefix(
         }
         data = full.data
         as_of = 1 + max(int(data[t].time.max()) for t in data.node_types if data[t].num_nodes)
-        sampler = TemporalNeighborSampler(data, SamplerConfig(TINY.fanouts, "recent"))
+        sampler = TemporalNeighborSampler(data, load_sampling(base.model))
         context = GraphContext.of(data, list(data.edge_types), len(spec.funnel), content)
         model = load_model(base.model, base.graph, content)
         batch = batches[update.batch]

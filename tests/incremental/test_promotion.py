@@ -33,7 +33,7 @@ from hier_pipeline.interests.hierarchy import (
 from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.interests.matching import stable_token_ids
 from hier_pipeline.interests.tokens import TokenConfig
-from hier_pipeline.model.artifact import ModelArtifact, save_model
+from hier_pipeline.model.artifact import ModelArtifact, load_sampling, save_model
 from hier_pipeline.release.promotion import PromotionConfig, promote
 from hier_pipeline.release.serving import serving_folder
 from resources import DatasetResource, MLflowResource, StorageResource
@@ -53,7 +53,10 @@ class Retrain:
 def _evaluate(base: Base, model: torch.nn.Module) -> EvaluationReport:
     """The evaluation's protocol on a window long enough at this size to hold warm users."""
     comparison = Comparison(
-        models={OURS: model}, fanouts=TINY.fanouts, views=(SERVED,), baselines=("popularity",)
+        models={OURS: model},
+        sampling=TINY.neighbourhoods(len(base.graph.metadata.stages)),
+        views=(SERVED,),
+        baselines=("popularity",),
     )
     split = default_split(base.graph, train=0.5, validate=0.1)
     return evaluate_models(base.spec.name, base.graph, base.content, split, comparison)
@@ -68,7 +71,7 @@ def retrains(base: Base, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
     with torch.no_grad():
         for parameter in broken.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator))
-    save_model(broken, folder / "broken.pt")
+    save_model(broken, folder / "broken.pt", load_sampling(base.model))
     return {
         "good": Retrain(ModelArtifact(base.model, 0, {}, [], {}), _evaluate(base, base.trained)),
         "worse": Retrain(

@@ -98,8 +98,8 @@ def test_tied_events_of_several_tables_are_cut_alike_in_both_paths(
     )
     users = rows.referenced(graph)["users"]
     as_of = 1 + max(int(full.data[t].time.max()) for t in full.data.node_types)
-    near = recent_neighbourhood(graph.data, rows.rows, {"users": users}, FANOUTS, as_of)
     config = SamplerConfig(FANOUTS, "recent")
+    near = recent_neighbourhood(graph.data, rows.rows, {"users": users}, config, as_of)
     incremental = drawn(
         TemporalNeighborSampler(near.graph, config),
         near.graph,

@@ -17,7 +17,7 @@ from hier_pipeline.dataset.sql import open_database
 from hier_pipeline.graph import RelationalGraph, build_graph
 from hier_pipeline.graph.columns import plan_columns
 from hier_pipeline.graph.features import FeatureConfig, encode_table
-from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.incremental.extend import batch_rows, extend_content
 from hier_pipeline.incremental.update import update_batch
 from hier_pipeline.incremental.validate import validate_batch
@@ -25,13 +25,12 @@ from hier_pipeline.interests.arrivals import load_batch_tokens
 from hier_pipeline.interests.artifact import load_hierarchy
 from hier_pipeline.interests.entities import primary_keys
 from hier_pipeline.interests.index import InterestIndex
-from hier_pipeline.model.artifact import load_model
+from hier_pipeline.model.artifact import load_model, load_sampling
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
 from tests.incremental.conftest import Base
 from tests.incremental.extension import extended
-from tests.interests.conftest import TINY
 
 
 def test_a_generated_batch_is_validated_alone(arrivals: Path, base: Base, tmp_path: Path) -> None:
@@ -135,8 +134,9 @@ def test_the_extension_equals_a_full_build_over_the_same_rows(
         spec, base.content, batch.database, tmp_path / "cache", tmp_path / "c.pt"
     )
     assert embedded.tables["products"].rows == len(new)  # only the batch was embedded
-    ours = embed_entities(base.trained, extension, content, tmp_path / "e1.pt", (8, 4))
-    theirs = embed_entities(base.trained, full, content, tmp_path / "e2.pt", (8, 4))
+    sampling = load_sampling(base.model)
+    ours = embed_entities(base.trained, extension, content, tmp_path / "e1.pt", sampling)
+    theirs = embed_entities(base.trained, full, content, tmp_path / "e2.pt", sampling)
     cosine = (ours.load()["products"][new] * theirs.load()["products"][new]).sum(dim=1)
     assert cosine.min() > 0.99  # only the old rows' normalisation differs, by the batch's share
 
@@ -208,7 +208,7 @@ def test_the_batch_is_embedded_as_over_the_extended_graph(base: Base, tmp_path: 
     )
     data = extended(base.graph, rows).data
     as_of = 1 + max(int(data[t].time.max()) for t in data.node_types if data[t].num_nodes)
-    sampler = TemporalNeighborSampler(data, SamplerConfig(TINY.fanouts, "recent"))
+    sampler = TemporalNeighborSampler(data, load_sampling(base.model))
     context = GraphContext.of(data, list(data.edge_types), len(spec.funnel), content)
     model = load_model(base.model, base.graph, content)
     users = {k: i for i, k in enumerate(primary_keys(base.raw.database, spec, ["users"])["users"])}

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -11,11 +11,14 @@ import pytest
 import torch
 
 from hier_pipeline.evaluation.baselines import popularity_metrics
+from hier_pipeline.graph.sampler import SamplerConfig, StageFanouts
+from hier_pipeline.model.artifact import load_sampling, save_model
 from hier_pipeline.model.embeddings import embed_entities
 from hier_pipeline.model.network import ModelConfig
 from hier_pipeline.model.progress import loss_fell
 from hier_pipeline.model.train import train_model
 from hier_pipeline.model.train_config import TrainConfig
+from hier_pipeline.model.trainer import Trainer
 from hier_pipeline.ranking.window import target_window
 
 
@@ -109,7 +112,11 @@ def test_training_lowers_the_loss_and_embeds_cold_start_items(
     result = train_model(graph, content, split, config)
     assert result.history[-1]["loss/ranking"] < result.history[0]["loss/ranking"]
     artifact = embed_entities(
-        result.model, graph, content, tmp_path / "embeddings.pt", config.fanouts
+        result.model,
+        graph,
+        content,
+        tmp_path / "embeddings.pt",
+        config.neighbourhoods(len(graph.metadata.stages)),
     )
     products = artifact.load()["products"]
     cold = graph.data["products"].time >= split.t1
@@ -136,7 +143,6 @@ def test_cold_item_rate_embeds_that_share_of_items_before_their_first_engagement
     """DropoutNet for graphs: a drawn item root is sampled as of its first engagement, so its
     neighbourhood holds none of its own events, as a new product's does."""
     from hier_pipeline.graph import first_engagement_time
-    from hier_pipeline.model.trainer import Trainer
 
     graph, content, split = synthetic_pipeline
     trainer = Trainer(graph, content, split, replace(TINY, cold_item_rate=rate))
@@ -177,7 +183,6 @@ def test_the_explore_loss_ignores_repeat_events_and_the_users_earlier_items(
     the explore event's user among the random negatives, leaves the loss unchanged; moving the
     explore event's user, or an item new to them, does not."""
     from hier_pipeline.model.examples import ExampleBatch
-    from hier_pipeline.model.trainer import Trainer
 
     graph, content, split = synthetic_pipeline
     trainer = Trainer(graph, content, split, replace(TINY, explore_embedding_loss=True))
@@ -226,9 +231,33 @@ def test_the_content_ranking_loss_teaches_the_content_view_to_rank(
     def content_recall(weight: float) -> float:
         config = replace(TINY, epochs=3, steps_per_epoch=8, content_ranking_weight=weight)
         model = train_model(graph, content, split, config).model
-        users = AsOf(model, graph, content, config.fanouts, split.t1)("users", window.users)
+        sampling = config.neighbourhoods(len(graph.metadata.stages))
+        users = AsOf(model, graph, content, sampling, split.t1)("users", window.users)
         items = content_item_vectors(model, graph, content)
         return evaluate_embeddings(users, items, window.relevant, ks=(50,))["recall@50"]
 
     without, with_loss = content_recall(0.0), content_recall(1.0)
     assert with_loss > without + 0.05, (without, with_loss)
+
+
+def test_a_model_file_keeps_the_neighbourhoods_it_was_trained_on(
+    synthetic_pipeline: tuple, tmp_path: Path
+) -> None:
+    """The target stage drawn apart in training is drawn apart by whatever embeds with the saved
+    model (`load_sampling`), as served; a file written before models recorded it gets the default
+    training config's fanouts."""
+    graph, content, split = synthetic_pipeline
+    stages = len(graph.metadata.stages)
+    config = replace(TINY, epochs=1, steps_per_epoch=2, target_fanouts=(16, 2))
+    trainer = Trainer(graph, content, split, config)
+    engaged = [c for c in trainer.sampler.channels if c.edge_type == graph.metadata.engaged]
+    assert [c.fanouts for c in engaged] == [TINY.fanouts, (16, 2)]
+    target = graph.data[graph.metadata.engaged].edge_stage[torch.from_numpy(engaged[1].csr.e_id)]
+    assert len(target) > 0 and bool((target == stages - 1).all())
+    model = train_model(graph, content, split, config).model
+    save_model(model, tmp_path / "model.pt", config.neighbourhoods(stages))
+    expected = SamplerConfig(TINY.fanouts, "recent", stage=StageFanouts(stages - 1, (16, 2)))
+    assert load_sampling(tmp_path / "model.pt") == expected
+    older = {"state_dict": model.state_dict(), "config": asdict(model.config)}
+    torch.save(older, tmp_path / "older.pt")
+    assert load_sampling(tmp_path / "older.pt") == SamplerConfig(TrainConfig.fanouts, "recent")
