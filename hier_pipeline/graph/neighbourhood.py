@@ -18,11 +18,10 @@ import numpy as np
 import torch
 from torch import Tensor
 from torch_geometric.data import HeteroData
-from torch_geometric.data.storage import EdgeStorage
 from torch_geometric.typing import EdgeType
 
 from hier_pipeline.graph.csr import ragged_arange
-from hier_pipeline.graph.sampler import SamplerConfig
+from hier_pipeline.graph.sampler import SamplerConfig, Selection, stage_channels
 
 NODE_ATTRIBUTES = ("x_num", "x_cat", "time")  # what samplers and models read of a node
 
@@ -60,12 +59,12 @@ def recent_neighbourhood(
             source, _, destination = edge_type
             if not expand[destination].any():
                 continue
-            for stage, fanouts in _channels(data[edge_type], sampling):
+            for selection, fanouts in stage_channels(data[edge_type], sampling):
                 # A node first reached at this hop from one seed may be reached later from
                 # another, and expanded then with a later hop's fanout: keep enough for the largest.
                 fanout = -1 if -1 in fanouts[hop:] else max(fanouts[hop:])
                 chosen, src = graph.latest_into(
-                    edge_type, expand[destination], fanout, before, stage
+                    edge_type, expand[destination], fanout, before, selection
                 )
                 kept[edge_type].append(chosen)
                 reached[source][src] = True
@@ -125,11 +124,11 @@ class _Extended:
         expand: Tensor,
         fanout: int,
         before: int,
-        stage: tuple[int, bool] | None = None,
+        selection: Selection = None,
     ) -> tuple[Tensor, Tensor]:
         """The edges (indices) into the `expand` nodes a `recent` draw of `fanout` can take
-        before `before`, and their sources; with `stage` (s, True), only edges of stage s, with
-        (s, False), only the others."""
+        before `before`, and their sources; only those of one channel's `selection`
+        (`stage_channels`)."""
         source, _, destination = edge_type
         base, added = self.num_edges(edge_type)
         candidates = [expand[self.data[edge_type].edge_index[1]].nonzero().flatten()]
@@ -143,8 +142,9 @@ class _Extended:
             torch.maximum(self.node(source, "time", src), self.node(destination, "time", dst)),
         )
         valid = usable < before
-        if stage is not None:
-            valid &= (self.edge(edge_type, "edge_stage", index) == stage[0]) == stage[1]
+        if selection is not None:
+            stage, apart = selection
+            valid &= (self.edge(edge_type, "edge_stage", index) == stage) == apart
         chosen = _latest(dst[valid].numpy(), usable[valid].numpy(), fanout)
         return index[valid][chosen], src[valid][chosen]
 
@@ -195,17 +195,6 @@ class _Extended:
                 counts = torch.bincount(src, minlength=self.size[source])
                 degree[source] += counts[ids[source]].to(degree[source].dtype)
         return degree
-
-
-def _channels(
-    store: EdgeStorage, sampling: SamplerConfig
-) -> list[tuple[tuple[int, bool] | None, tuple[int, ...]]]:
-    """The edge type's channels as the sampler draws them (`TemporalNeighborSampler._split`):
-    all its edges under `fanouts`, or a stage apart under its own caps and the rest."""
-    if sampling.stage is None or "edge_stage" not in store:
-        return [(None, sampling.fanouts)]
-    stage = sampling.stage.stage
-    return [((stage, False), sampling.fanouts), ((stage, True), sampling.stage.fanouts)]
 
 
 def _union(parts: list[Tensor]) -> Tensor:

@@ -67,6 +67,23 @@ class SamplerConfig:
             )
 
 
+# Which edges of a relation one channel holds: every one (None), or (stage, True) that stage's
+# edges, (stage, False) the others.
+Selection = tuple[int, bool] | None
+
+
+def stage_channels(
+    store: EdgeStorage, config: SamplerConfig
+) -> list[tuple[Selection, tuple[int, ...]]]:
+    """The channels one edge type is drawn in, each with its caps per hop: one of every edge, or,
+    with `config.stage` and staged edges, that stage's apart from the rest. The sampler and the
+    arrivals path's neighbourhood (`neighbourhood.py`) both follow it."""
+    if config.stage is None or "edge_stage" not in store:
+        return [(None, config.fanouts)]
+    stage = config.stage.stage
+    return [((stage, False), config.fanouts), ((stage, True), config.stage.fanouts)]
+
+
 class _Channel(NamedTuple):
     """Edges of one edge type drawn together under one cap per hop: all of them, or one stage's."""
 
@@ -216,25 +233,18 @@ class TemporalNeighborSampler:
             edge_time = _required(data[edge_type], "edge_time", edge_type)
             self.edge_time[edge_type] = edge_time
             edge_index = _required(data[edge_type], "edge_index", edge_type)
-            for edges, fanouts in self._split(data[edge_type]):
-                if edges is None:
+            store = data[edge_type]
+            for selection, fanouts in stage_channels(store, config):
+                if selection is None:
                     csr = TimeSortedCSR.build(edge_index, edge_time, node_time[src], node_time[dst])
                 else:
+                    stage, apart = selection
+                    edges = np.flatnonzero((store.edge_stage.numpy() == stage) == apart)
                     csr = TimeSortedCSR.build(
                         edge_index[:, edges], edge_time[edges], node_time[src], node_time[dst]
                     ).renumbered(edges)
                 self.channels.append(_Channel(edge_type, csr, fanouts))
         self.rng = np.random.default_rng(config.seed)
-
-    def _split(self, store: EdgeStorage) -> list[tuple[np.ndarray | None, tuple[int, ...]]]:
-        """The edges of one type as (edge ids, caps per hop) channels: every edge in one (None),
-        or, with `config.stage` and staged edges, that stage's apart from the rest."""
-        config, stage = self.config, store.get("edge_stage")
-        if config.stage is None or stage is None:
-            return [(None, config.fanouts)]
-        apart = stage.numpy() == config.stage.stage
-        ids = np.arange(store.num_edges, dtype=np.int64)
-        return [(ids[~apart], config.fanouts), (ids[apart], config.stage.fanouts)]
 
     def sample(
         self,

@@ -61,7 +61,7 @@ def save_model(model: GraphEncoder, path: Path, sampling: SamplerConfig) -> None
     payload: dict[str, Any] = {
         "state_dict": model.state_dict(),
         "config": asdict(model.config),
-        "sampling": sampling_payload(sampling),
+        "sampling": _sampling_payload(sampling),
     }
     with atomic_path(path) as partial:
         torch.save(payload, partial)
@@ -73,10 +73,10 @@ def load_sampling(path: Path) -> SamplerConfig:
     payload = torch.load(path, weights_only=True)
     if "sampling" not in payload:
         return SamplerConfig(TrainConfig.fanouts, "recent")
-    return sampling_from(payload["sampling"])
+    return _sampling_from(payload["sampling"])
 
 
-def sampling_payload(sampling: SamplerConfig) -> dict[str, Any]:
+def _sampling_payload(sampling: SamplerConfig) -> dict[str, Any]:
     """The fanouts of `sampling` as plain lists (the strategy and seed are training's own)."""
     stage = sampling.stage
     return {
@@ -85,8 +85,8 @@ def sampling_payload(sampling: SamplerConfig) -> dict[str, Any]:
     }
 
 
-def sampling_from(payload: dict[str, Any]) -> SamplerConfig:
-    """`sampling_payload`'s inverse, as served."""
+def _sampling_from(payload: dict[str, Any]) -> SamplerConfig:
+    """`_sampling_payload`'s inverse, as served."""
     stage = payload.get("stage")
     return SamplerConfig(
         tuple(payload["fanouts"]),

@@ -72,7 +72,6 @@ def train_interest_model(
             path,
             registration.graph,
             registration.content,
-            config.neighbourhoods(len(graph.metadata.stages)),
             config.model.dim,
         )
     if checkpoints is not None:

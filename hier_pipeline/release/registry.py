@@ -23,9 +23,9 @@ from mlflow.models import ModelSignature
 from mlflow.pyfunc import PythonModel
 from mlflow.types import ColSpec, ParamSchema, ParamSpec, Schema, TensorSpec
 
-from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
+from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.graph.store import load_graph
-from hier_pipeline.model.artifact import load_model, sampling_from, sampling_payload
+from hier_pipeline.model.artifact import load_model, load_sampling
 from hier_pipeline.model.infer import embed_nodes
 from hier_pipeline.model.minibatch import GraphContext
 from hier_pipeline.tracking import TrackedRun
@@ -48,9 +48,10 @@ class EntityEmbedder(PythonModel):
         config = context.model_config
         self.graph = load_graph(Path(config["graph"]))
         self.content = torch.load(config["content"], weights_only=True)
-        self.model = load_model(Path(context.artifacts["weights"]), self.graph, self.content)
+        weights = Path(context.artifacts["weights"])
+        self.model = load_model(weights, self.graph, self.content)
         data = self.graph.data
-        self.sampler = TemporalNeighborSampler(data, sampling_from(config))
+        self.sampler = TemporalNeighborSampler(data, load_sampling(weights))
         self.context = GraphContext.of(
             data, list(data.edge_types), len(self.graph.metadata.stages), self.content
         )
@@ -81,7 +82,6 @@ def register_model(
     weights: Path,
     graph: Path,
     content: Path,
-    sampling: SamplerConfig,
     dim: int,
 ) -> ModelVersion:
     """Log the pyfunc under the run and register a new version of `name` that points at it."""
@@ -94,7 +94,6 @@ def register_model(
             model_config={
                 "graph": str(graph.resolve()),
                 "content": str(content.resolve()),
-                **sampling_payload(sampling),
             },
             signature=signature(dim),
             pip_requirements=["hier-pipeline"],
