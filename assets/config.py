@@ -46,6 +46,10 @@ class TrainingLaunchConfig(dg.Config):
     use_history_bias: bool = Field(
         default=True, description="ablation: the learned score for a user's own earlier items"
     )
+    fanouts: list[int] = Field(default=[8, 4], description="neighbours drawn per hop")
+    target_fanouts: list[int] | None = Field(
+        default=None, description="the target stage's edges drawn apart, these per hop"
+    )
     seed: int = Field(default=0, description="seed of initialisation and sampling")
     device: str = Field(default="auto", description="auto (a GPU if CUDA is), cpu, cuda[:N]")
     amp: bool = Field(default=False, description="bfloat16 autocast on a GPU")
@@ -71,6 +75,8 @@ class TrainingLaunchConfig(dg.Config):
             steps_per_epoch=self.steps_per_epoch,
             batch_size=self.batch_size,
             use_distillation=self.use_distillation,
+            fanouts=tuple(self.fanouts),
+            target_fanouts=None if self.target_fanouts is None else tuple(self.target_fanouts),
             seed=self.seed,
             device=self.device,
             amp=self.amp,

@@ -65,6 +65,13 @@ def evaluation_report(
             "evaluation_report's training knobs build another architecture than interest_model's:"
             " set the same dim, layers, primitives and ablation switches on both"
         )
+    num_stages = len(graph.metadata.stages)
+    if core.neighbourhoods(num_stages).as_served() != interest_model.sampling():
+        raise dg.Failure(
+            "evaluation_report's training knobs sample other neighbourhoods than"
+            f" interest_model's ({interest_model.sampling()}): set the same fanouts and"
+            " target_fanouts on both, so its trained ablations differ from the model in one idea"
+        )
     truth = item_truth(dataset.folder(), spec, raw_tables.database)
     tags = {
         "dataset": spec.name,
@@ -79,8 +86,8 @@ def evaluation_report(
                 run.log_metrics({f"{name}/{k}": v for k, v in record.items()}, step=epoch)
         comparison = Comparison(
             models={OURS: model, **{name: result.model for name, result in trained.items()}},
-            sampling=core.neighbourhoods(len(graph.metadata.stages)),
-            model_sampling=ablation_sampling(core, config.ablations, len(graph.metadata.stages)),
+            sampling=core.neighbourhoods(num_stages),
+            model_sampling=ablation_sampling(core, config.ablations, num_stages),
             history=interest_model.history,
             views=views_of([SERVED, *config.ablations]),
             baselines=config.baselines,

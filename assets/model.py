@@ -113,7 +113,6 @@ def interest_model(
 @dg.asset(group_name=GROUP, kinds={"pytorch"}, owners=["team:hier-pipeline"])
 def entity_embeddings(
     context: dg.AssetExecutionContext,
-    config: TrainingLaunchConfig,
     dataset: DatasetResource,
     storage: StorageResource,
     relational_graph: GraphArtifact,
@@ -133,7 +132,7 @@ def entity_embeddings(
         graph,
         content,
         storage.path("embeddings", f"{spec.name}.pt"),
-        config.to_core().neighbourhoods(len(graph.metadata.stages)),
+        interest_model.sampling(),
     )
     context.log.info("embedded %s", artifact.counts)
     return dg.Output(

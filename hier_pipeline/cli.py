@@ -198,6 +198,12 @@ def _add_training_knobs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steps", type=int, dest="steps_per_epoch", help="steps per epoch")
     parser.add_argument("--batch-size", type=int, help="global batch, split across torchrun ranks")
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--fanouts", type=_caps, help="neighbours drawn per hop, e.g. 8,4")
+    parser.add_argument(
+        "--target-fanouts",
+        type=_caps,
+        help="the target stage's edges drawn apart, these per hop, e.g. 32,4 (default: not apart)",
+    )
     parser.add_argument(
         "--device", help="where the model trains: auto (a GPU when CUDA is present), cpu, cuda[:N]"
     )
@@ -211,15 +217,32 @@ def _add_training_knobs(parser: argparse.ArgumentParser) -> None:
 
 def _train_config(arguments: argparse.Namespace) -> TrainConfig:
     """The config the knobs ask for; a ValueError, before any data is read, when its device is
-    not on this machine."""
+    not on this machine or its fanouts do not match."""
     from hier_pipeline.model.device import resolve_device
     from hier_pipeline.model.train_config import TrainConfig
 
-    knobs = ("epochs", "steps_per_epoch", "batch_size", "seed", "device", "amp")
+    knobs = (
+        "epochs",
+        "steps_per_epoch",
+        "batch_size",
+        "seed",
+        "fanouts",
+        "target_fanouts",
+        "device",
+        "amp",
+    )
     chosen = {k: getattr(arguments, k) for k in knobs}
     config = TrainConfig(**{k: v for k, v in chosen.items() if v is not None})
     resolve_device(config.device, config.deterministic)
     return config
+
+
+def _caps(value: str) -> tuple[int, ...]:
+    """Caps per hop: "8,4" -> (8, 4)."""
+    try:
+        return tuple(int(cap) for cap in value.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{value}' is not comma-separated integers") from None
 
 
 def _names(value: str) -> tuple[str, ...]:

@@ -131,3 +131,19 @@ def test_evaluate_refuses_an_unknown_ablation_before_running(tmp_path: Path) -> 
     assert result.returncode == 2
     assert "unknown ablations ['nope']" in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("caps", "reason"),
+    [
+        (["--target-fanouts", "32"], "target_fanouts (32,) need one cap per hop"),
+        (["--fanouts", "8,x"], "'8,x' is not comma-separated integers"),
+    ],
+)
+def test_train_refuses_fanouts_it_cannot_sample_before_reading_data(
+    tmp_path: Path, caps: list[str], reason: str
+) -> None:
+    result = hier("train", str(tmp_path / "absent"), "--out", str(tmp_path / "o"), *caps)
+    assert result.returncode == 2
+    assert reason in result.stderr
+    assert not (tmp_path / "o").exists()

@@ -32,6 +32,11 @@ class ModelArtifact:
     def load(self, graph: RelationalGraph, content: dict[str, dict[str, Tensor]]) -> GraphEncoder:
         return load_model(self.path, graph, content)
 
+    def sampling(self) -> SamplerConfig:
+        """How the model embeds, as it was trained to (`load_sampling`): every stage that embeds
+        with it follows the file, not a config of its own that could differ."""
+        return load_sampling(self.path)
+
 
 def load_model(
     path: Path, graph: RelationalGraph, content: dict[str, dict[str, Tensor]]

@@ -83,6 +83,13 @@ class TrainConfig:
     # mid-epoch if need be: equal-time comparisons between backbones. None: no limit.
     time_budget_seconds: float | None = None
 
+    def __post_init__(self) -> None:
+        if self.target_fanouts is not None and len(self.target_fanouts) != len(self.fanouts):
+            raise ValueError(
+                f"target_fanouts {self.target_fanouts} need one cap per hop, as fanouts"
+                f" {self.fanouts} has"
+            )
+
     def neighbourhoods(self, num_stages: int) -> SamplerConfig:
         """How training samples neighbourhoods, for a graph of `num_stages` funnel stages;
         `SamplerConfig.as_served` of it is how every later stage embeds with the model."""

@@ -21,7 +21,7 @@ from hier_pipeline.dataset import load_dataset, parse_dataset
 from hier_pipeline.evaluation.report import SERVED
 from hier_pipeline.graph import GraphArtifact, default_split
 from hier_pipeline.interests.index import InterestIndex
-from hier_pipeline.model.artifact import ModelArtifact, load_sampling, save_model
+from hier_pipeline.model.artifact import ModelArtifact, save_model
 from hier_pipeline.pipeline.chain import (
     CONTENT_FILE,
     GRAPH_FILE,
@@ -176,8 +176,7 @@ def test_a_randomised_model_fails_the_gate_and_serves_nothing(
     with torch.no_grad():
         for parameter in broken.parameters():
             parameter.copy_(torch.randn(parameter.shape, generator=generator))
-    sampling = load_sampling(upstream.values["interest_model"].path)
-    save_model(broken, tmp_path / "broken.pt", sampling)
+    save_model(broken, tmp_path / "broken.pt", upstream.values["interest_model"].sampling())
     model = replace(upstream.values["interest_model"], path=tmp_path / "broken.pt")
     result = evaluate(upstream, tmp_path, {"ablations": [], "baselines": ["popularity"]}, model)
     assert not result.success
@@ -190,10 +189,18 @@ def test_a_randomised_model_fails_the_gate_and_serves_nothing(
     assert not (tmp_path / "serving").exists()
 
 
-def test_an_architecture_other_than_the_models_is_refused(
-    upstream: Upstream, tmp_path: Path
+@pytest.mark.parametrize(
+    ("knobs", "reason"),
+    [
+        ({"dim": 16}, "another architecture than interest_model's"),
+        ({"target_fanouts": [16, 4]}, "other neighbourhoods than interest_model's"),
+    ],
+)
+def test_training_knobs_other_than_the_models_are_refused(
+    upstream: Upstream, tmp_path: Path, knobs: dict[str, Any], reason: str
 ) -> None:
-    result = evaluate(upstream, tmp_path, {"dim": 16, "ablations": [], "baselines": []})
+    """The trained ablations must differ from the served model in one idea only."""
+    result = evaluate(upstream, tmp_path, {**knobs, "ablations": [], "baselines": []})
     assert not result.success
     (failure,) = [e for e in result.all_events if e.is_step_failure]
-    assert "another architecture than interest_model's" in str(failure.event_specific_data)
+    assert reason in str(failure.event_specific_data)

@@ -8,6 +8,7 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
+from hier_pipeline.graph.sampler import StageFanouts
 from tests.assets.materialise import materialise
 
 TINY_TRAINING = {
@@ -33,10 +34,10 @@ def test_model_and_embeddings_materialise_with_checks(
         ],
         synthetic_world,
         tmp_path,
+        # The target stage drawn apart: the embeddings and the registered pyfunc must sample as
+        # the model trained, which only the model file knows (entity_embeddings takes no config).
         run_config={
-            "ops": {
-                name: {"config": TINY_TRAINING} for name in ("interest_model", "entity_embeddings")
-            }
+            "ops": {"interest_model": {"config": {**TINY_TRAINING, "target_fanouts": [16, 4]}}}
         },
     )
     assert result.success
@@ -46,6 +47,8 @@ def test_model_and_embeddings_materialise_with_checks(
     assert evaluations["interest_model", "training_loss_decreased"].passed
     assert evaluations["entity_embeddings", "no_nan"].passed
     model = result.output_for_node("interest_model")
+    stages = len(result.output_for_node("relational_graph").load().metadata.stages)
+    assert model.sampling().stage == StageFanouts(stages - 1, (16, 4))
     run = MlflowClient(tracking_uri=uri).get_run(model.run_id)
     assert run.info.status == "FINISHED"
     assert (
