@@ -171,7 +171,7 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
         type=_names,
         help="comma-separated ablations to train and score, or 'none' (default: all: "
         "hier_no_bias, hier_no_primitives, hier_no_distill, hier_no_history, "
-        "hier_explore_embedding, hier_target_fanouts, and the views: "
+        "hier_explore_embedding, hier_target_fanouts, hier_temporal_messages, and the views: "
         "hier_content_only, hier_no_ranker, hier_ranker_no_embedding, hier_ranker_no_tokens, "
         "hier_ranker_no_token_shares, hier_ranker_no_content, hier_ranker_no_content_view, "
         "hier_ranker_no_paths, hier_ranker_no_representation, hier_counts_only, "

@@ -1,11 +1,12 @@
 """The ablations of our model compared in the evaluation report: each switches off one idea and
 keeps everything else of the full model's training config.
 
-Six are trained models of their own (same data, split, seed and steps): four switch an idea off,
-two switch one on that is not the default: `hier_explore_embedding` (the embedding's own loss on
-explore positives only, issue 18 item 1; measured as a tie so far) and `hier_target_fanouts` (the
-target stage's edges sampled apart, four times the first hop's cap, in training and serving;
-issue 18 item 2). The rest are views of
+Seven are trained models of their own (same data, split, seed and steps): four switch an idea
+off, three switch one on that is not the default: `hier_explore_embedding` (the embedding's own
+loss on explore positives only, issue 18 item 1; measured as a tie so far), `hier_target_fanouts`
+(the target stage's edges sampled apart, four times the first hop's cap, in training and
+serving; issue 18 item 2) and `hier_temporal_messages` (each edge's funnel stage and age encoded
+in its key and value, HGT's relative temporal encoding; item 2). The rest are views of
 the full model, free of training (`VIEWS`):
   - `hier_content_only` places users from the graph and items from their content alone (text and
     image, the content view that distillation aligns with the graph view), which is how a product
@@ -80,6 +81,10 @@ TRAINED: dict[str, Callable[[TrainConfig], TrainConfig]] = {
     "hier_explore_embedding": lambda c: replace(c, explore_embedding_loss=True),
     # The target stage drawn apart, at four times the first hop's cap (issue 18, item 2).
     "hier_target_fanouts": lambda c: replace(c, target_fanouts=(4 * c.fanouts[0], *c.fanouts[1:])),
+    # Each edge's stage and age in its messages, not only in its attention weight (item 2).
+    "hier_temporal_messages": lambda c: replace(
+        c, model=replace(c.model, attention=replace(c.model.attention, temporal_messages=True))
+    ),
 }
 ABLATIONS = (*TRAINED, *VIEWS)
 

@@ -37,6 +37,10 @@ class AttentionConfig:
         use_relation_bias, use_stage_bias, use_recency_bias, use_hop_bias,
         use_popularity_correction (bool): Switch each additive bias term on or off (ablations);
             a term that is off has no parameters. (default: ``True``)
+        temporal_messages (bool): Add a learned vector of the edge's (funnel stage, age bucket)
+            to its key and value, as HGT's relative temporal encoding adds one of its age: what
+            a neighbour says then carries when and how deep it was engaged, where the bias
+            terms only decide how much it is listened to (issue 18, item 2). (default: ``False``)
     """
 
     dim: int = 64
@@ -51,6 +55,7 @@ class AttentionConfig:
     use_recency_bias: bool = True
     use_hop_bias: bool = True
     use_popularity_correction: bool = True
+    temporal_messages: bool = False
 
     @classmethod
     def with_biases(cls, enabled: bool) -> AttentionConfig:
@@ -113,7 +118,8 @@ class BiasAwareGraphAttention(nn.Module):
     incoming edge leaves the attention step unchanged), FFN ``dim -> 4 dim -> dim`` with GELU, and
     ``pop`` an MLP ``1 -> 16 -> heads`` initialised near zero that lets the model discount heavy
     (high-exposure) source nodes. The relation-aware :math:`r_k, r_v` are always on; each bias term
-    can be switched off in ``config``.
+    can be switched off in ``config``. With ``temporal_messages``, :math:`k_j` and :math:`v_j` also
+    get :math:`t_k[s, \mathrm{bucket}(\Delta t)]` and :math:`t_v[\cdot]` added.
 
     Args:
         config (AttentionConfig): Sizes and bias switches.
@@ -147,6 +153,9 @@ class BiasAwareGraphAttention(nn.Module):
         )
         self.hop_bias = _bias_table(config.max_hops, heads) if config.use_hop_bias else None
         self.popularity = _popularity_mlp(heads) if config.use_popularity_correction else None
+        events = (config.num_stages + 1) * config.recency_buckets
+        self.event_key = _bias_table(events, dim) if config.temporal_messages else None
+        self.event_value = _bias_table(events, dim) if config.temporal_messages else None
         self.attention_dropout = nn.Dropout(config.dropout)
         self.feed_forward_norm = nn.LayerNorm(dim)
         self.feed_forward_net = nn.Sequential(
@@ -225,6 +234,10 @@ class BiasAwareGraphAttention(nn.Module):
         source = normed[edges.source]
         key = self.key(source) + self.relation_key(edges.relation)
         value = self.value(source) + self.relation_value(edges.relation)
+        if self.event_key is not None and self.event_value is not None:
+            age = recency_bucket(edges.age, self.config.recency_buckets)
+            event = (edges.stage + 1) * self.config.recency_buckets + age
+            key, value = key + self.event_key(event), value + self.event_value(event)
         logits = (query * key.view(num_edges, heads, head_dim)).sum(-1) / math.sqrt(head_dim)
         logits = logits + self.edge_bias(edges)
         alpha = softmax(logits, edges.destination, num_nodes=num_nodes)

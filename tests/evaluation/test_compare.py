@@ -272,6 +272,7 @@ def test_each_ablation_differs_from_the_full_config_in_its_switch_only() -> None
         "hier_no_history": {"model.use_history_bias"},
         "hier_explore_embedding": {"explore_embedding_loss"},
         "hier_target_fanouts": {"target_fanouts"},
+        "hier_temporal_messages": {"model.attention.temporal_messages"},
     }
     assert len(biases) == 5
     # The one that samples otherwise is embedded as it was trained, the others as `hier`.

@@ -114,6 +114,31 @@ def test_each_bias_switch_changes_the_output_and_owns_its_parameters(switch: str
     assert not torch.allclose(on(graph.x, graph.edges), off(graph.x, graph.edges))
 
 
+def test_temporal_messages_carry_an_edges_age_and_stage_where_biases_cannot() -> None:
+    """A destination with one incoming edge gives it all its attention whatever the biases, so
+    only a message that encodes the edge's age (or stage) can tell a fresh engagement from an
+    old one; without the option the block has no such parameters and ignores both."""
+    single = EdgeFeatures(
+        index=torch.tensor([[0], [1]]),
+        relation=torch.tensor([0]),
+        stage=torch.tensor([2]),
+        age=torch.tensor([60.0]),
+        hop=torch.tensor([0]),
+        source_log_degree=torch.tensor([1.0]),
+    )
+    older = replace(single, age=torch.tensor([1e6]))
+    shallower = replace(single, stage=torch.tensor([0]))
+    x = _graph().x[:2]
+    plain, timed = _block(), _block(replace(CONFIG, temporal_messages=True))
+    assert not any(name.startswith("event_") for name, _ in plain.named_parameters())
+    assert torch.equal(plain(x, single), plain(x, older))
+    assert torch.equal(plain(x, single), plain(x, shallower))
+    assert not torch.allclose(timed(x, single), timed(x, older))
+    assert not torch.allclose(timed(x, single), timed(x, shallower))
+    missing, unexpected = timed.load_state_dict(plain.state_dict(), strict=False)
+    assert sorted(missing) == ["event_key.weight", "event_value.weight"] and not unexpected
+
+
 def test_stage_bias_learns_to_prefer_the_deep_funnel_edge() -> None:
     """Each of 32 destinations has a view, a cart and a purchase neighbour; the target is what the
     block returns when the purchase edge is the only one. Only the stage bias is trained."""
