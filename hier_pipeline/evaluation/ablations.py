@@ -19,7 +19,9 @@ the full model, free of training (`VIEWS`):
     issue 18 item 5; `_no_paths`: the relational paths, `ranker/paths.py`), over counts,
     content and paths alone (`hier_ranker_no_representation`: what the learned representation
     adds to everything else the ranker reads), over counts alone (`hier_counts_only`), and
-    fitted without simulated cold items (`hier_ranker_no_cold_items`).
+    fitted without simulated cold items (`hier_ranker_no_cold_items`);
+  - the ranker with one signal more that is not the default: `hier_ranker_content_popularity`,
+    each item's popularity predicted from its content (issue 18, item 3; `ranker_setup.py`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ NO_PATHS_SIGNAL = "hier_ranker_no_paths"
 NO_REPRESENTATION = "hier_ranker_no_representation"
 COUNTS_ONLY = "hier_counts_only"
 NO_COLD_ITEMS = "hier_ranker_no_cold_items"
+WITH_CONTENT_POPULARITY = "hier_ranker_content_popularity"
 VIEWS = (
     CONTENT_ONLY,
     NO_RANKER,
@@ -61,6 +64,7 @@ VIEWS = (
     NO_REPRESENTATION,
     COUNTS_ONLY,
     NO_COLD_ITEMS,
+    WITH_CONTENT_POPULARITY,
 )
 _NO_BIASES = {
     k: v for k, v in asdict(AttentionConfig.with_biases(False)).items() if k[:4] == "use_"

@@ -44,6 +44,8 @@ from hier_pipeline.evaluation.ranker_fit import FitWindow, fit_ranker
 from hier_pipeline.evaluation.ranker_setup import (
     CONTENT_HALF_LIFE_DAYS,
     CONTENT_KNN,
+    CONTENT_NEIGHBOURS,
+    CONTENT_POPULARITY,
     CONTENT_VIEW,
     EMBEDDING,
     FULL,
@@ -67,6 +69,7 @@ from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import history_scores
 from hier_pipeline.model.network import InterestModel
 from hier_pipeline.ranker.counts import Counts, FunnelLog
+from hier_pipeline.ranker.item_prior import ItemPrior, neighbours_mean
 from hier_pipeline.ranker.paths import PathScores, schema_paths
 from hier_pipeline.ranker.ranker import (
     InnerProduct,
@@ -264,9 +267,20 @@ class OurModels:
         for kind, form in self.content_scores(as_of).items():
             if kind in kinds:
                 signals[kind] = lambda rows, form=form: form.score(users[rows])
+        if CONTENT_POPULARITY in kinds and (prior := self.content_popularity(as_of)) is not None:
+            signals[CONTENT_POPULARITY] = prior
         if PATHS in kinds:
             signals.update(self.paths(users, as_of))
         return signals
+
+    def content_popularity(self, as_of: int) -> ItemPrior | None:
+        """Each item's target-stage events lately (log1p) as its nearest items by content have
+        them (`neighbours_mean` over the content-kNN signal's neighbours); None without content."""
+        form = self.content_scores(as_of).get(CONTENT_NEIGHBOURS)
+        if form is None or form.similarity is None:
+            return None
+        lately = torch.from_numpy(np.log1p(self.counts(as_of).item_target_lately))
+        return ItemPrior(neighbours_mean(form.similarity, lately))
 
     def paths(self, users: Tensor, as_of: int) -> dict[str, PathScores]:
         """Every relational path's scores of `users` as of `as_of`, once."""

@@ -1,5 +1,5 @@
 """What the evaluation's rankers read: the signal kinds, which are blind on new items, and the
-ranker views (`ablations.VIEWS`) as the signals each leaves out."""
+ranker views (`ablations.VIEWS`) as the signals each leaves out (or adds)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from hier_pipeline.evaluation.ablations import (
     NO_REPRESENTATION,
     NO_TOKEN_SHARES,
     NO_TOKEN_SIGNAL,
+    WITH_CONTENT_POPULARITY,
 )
 from hier_pipeline.ranker.ranker import RankerConfig
 
@@ -32,6 +33,12 @@ CONTENT = (CONTENT_PROFILE, CONTENT_NEIGHBOURS)
 # How the rest of the database links a user to an item (`hier_pipeline.ranker.paths`): one
 # signal per foreign-key path, named `path:<tables between>`; none where the schema has none.
 PATHS = "paths"
+# Each item's popularity predicted from its content: the similarity-weighted mean of log1p of
+# the target-stage events lately of its nearest items by content, itself left out. The same for
+# every user, so its top list is a candidate source of its own: what sells now among items like
+# these, a new item included, which has content and no events (issue 18, item 3: a popularity
+# prior "predicted from content for cold ones"). Not among `SIGNALS` until measured.
+CONTENT_POPULARITY = "content_popularity"
 PATH_HALF_LIFE_DAYS = 28.0  # a linking row's weight halves every so often: the bags' half-life
 SIGNALS = (EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW, *CONTENT, PATHS)
 # Learned from events, so blind on an item without one (`InterestRanker.candidates`): the tree's
@@ -82,4 +89,5 @@ RANKER_VIEWS = {  # the ranker views among `VIEWS`
     NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW),
     COUNTS_ONLY: RankerSetup(()),
     NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
+    WITH_CONTENT_POPULARITY: RankerSetup((*SIGNALS, CONTENT_POPULARITY)),
 }

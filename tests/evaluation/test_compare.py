@@ -19,6 +19,7 @@ from hier_pipeline.evaluation.ablations import (
     NO_REPRESENTATION,
     TRAINED,
     VIEWS,
+    WITH_CONTENT_POPULARITY,
     ablation_sampling,
     same_architecture,
     train_ablations,
@@ -229,7 +230,7 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
     comparison = Comparison(
         models={"hier": compared.model},
         sampling=served(compared.graph),
-        views=(NO_RANKER, COUNTS_ONLY, NO_REPRESENTATION, NO_COLD_ITEMS),
+        views=(NO_RANKER, COUNTS_ONLY, NO_REPRESENTATION, NO_COLD_ITEMS, WITH_CONTENT_POPULARITY),
         baselines=("popularity",),
         ranker=RankerConfig(min_relevant=1),
     )
@@ -252,7 +253,8 @@ def test_where_the_fit_window_allows_a_ranker_it_ranks_our_row(compared: Compare
     assert report.models["hier"] != report.models[NO_RANKER]
     assert report.models[COUNTS_ONLY] != report.models["hier"]
     # each ranker view sees other signals or other fit features: each ranks on its own
-    rows = [report.models[name] for name in (COUNTS_ONLY, NO_REPRESENTATION, NO_COLD_ITEMS)]
+    views = (COUNTS_ONLY, NO_REPRESENTATION, NO_COLD_ITEMS, WITH_CONTENT_POPULARITY)
+    rows = [report.models[name] for name in views]
     assert all(
         row != other for row in rows for other in [*rows, report.models["hier"]] if row is not other
     )
