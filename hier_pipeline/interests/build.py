@@ -20,7 +20,7 @@ from hier_pipeline.interests.artifact import (
 )
 from hier_pipeline.interests.engaged import entity_bags
 from hier_pipeline.interests.entities import item_categories, item_texts, primary_keys
-from hier_pipeline.interests.events import funnel_events, no_events
+from hier_pipeline.interests.events import funnel_events, item_owners, no_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.labels import common_values, distinctive_words, nearest_members
 from hier_pipeline.interests.matching import ServingTree
@@ -79,8 +79,8 @@ def build_interest_tokens(
     examples: int = 3,
     graph: RelationalGraph | None = None,
 ) -> TokensArtifact:
-    """Bags for every embedded entity (`entity_bags`: users from every funnel event of `graph`;
-    without it, by embedding), and the vocabulary: labels from the item table in the warehouse
+    """Bags for every embedded entity (`entity_bags`: users from every funnel event of `graph`,
+    advertisers from the events on their products; without it, by embedding), and the vocabulary: labels from the item table in the warehouse
     (categorical values most items share, then distinctive words), examples keyed by the items'
     primary keys."""
     tree = hierarchy.load()
@@ -88,7 +88,11 @@ def build_interest_tokens(
     roles = {"user": spec.roles.user, "item": spec.roles.item}
     events = no_events() if graph is None else funnel_events(graph)
     as_of = int(events.time.max()) + 1 if len(events) else 0
-    bags = entity_bags(vectors, tree, events, roles, config, as_of)
+    owners = {}
+    if graph is not None and spec.roles.advertiser is not None:
+        owner = item_owners(graph, spec.roles.advertiser)
+        owners = {} if owner is None else {spec.roles.advertiser: owner}
+    bags = entity_bags(vectors, tree, events, roles, config, as_of, owners)
     keys = primary_keys(database, spec, list(vectors))
     item_keys = keys[spec.roles.item]
     nearest = nearest_members(vectors[spec.roles.item], tree, examples)

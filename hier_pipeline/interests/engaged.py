@@ -5,6 +5,11 @@ Why not the user's embedding alone: an embedding averages a user into one point,
 primitives are the interests around that point, which for a user of two unrelated interests is
 neither. The events name the interests themselves, at every level, and they weigh a purchase
 over a view and last week over last season. A user without events is placed by embedding.
+
+An advertiser's bag is the same sum over the events on its products (`owned_events`): the
+interests its catalogue serves as people engage with it, weighted by what they buy and lately,
+where its embedding (one point of its text and neighbourhood) places a shop of sofas and coffee
+makers between the two. An advertiser without such events is placed by embedding.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from hier_pipeline.interests.events import FunnelEvents
+from hier_pipeline.interests.events import FunnelEvents, owned_events
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import (
     TokenBags,
@@ -82,17 +87,20 @@ def entity_bags(
     roles: Mapping[str, str],
     config: TokenConfig,
     as_of: int,
+    owners: Mapping[str, Tensor] | None = None,
 ) -> dict[str, TokenBags]:
     """Every entity type's bags: the tree's items are their codes, users are placed by their
-    events before `as_of` (`engaged_tokens`), other entities by their embeddings.
+    events before `as_of` (`engaged_tokens`), an entity type of `owners` (node type -> each
+    item's owner row, `item_owners`) by the events on its items, others by their embeddings.
     `roles`: "user" / "item" -> node type."""
-    bags = {}
+    bags, owners = {}, owners or {}
     for node_type, rows in vectors.items():
         if node_type == roles["item"]:
             bags[node_type] = code_bags(hierarchy.members, config.top_k)
-        elif node_type == roles["user"]:
+        elif node_type == roles["user"] or node_type in owners:
+            mine = events if node_type == roles["user"] else owned_events(events, owners[node_type])
             bags[node_type] = engaged_tokens(
-                rows, events, hierarchy.members, hierarchy, config, as_of
+                rows, mine, hierarchy.members, hierarchy, config, as_of
             )
         else:
             bags[node_type] = assign_tokens(rows, hierarchy, config)

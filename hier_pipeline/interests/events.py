@@ -53,6 +53,32 @@ def funnel_events(graph: RelationalGraph, before: int | None = None) -> FunnelEv
     )
 
 
+def item_owners(graph: RelationalGraph, owner_type: str) -> Tensor | None:
+    """Each item's row of `owner_type` by the item table's foreign key to it (a product's
+    advertiser; -1 where the key is null), or None where the item table has no such key (with
+    several, the first by name). Shapes: -> [items]."""
+    item = graph.metadata.item_type
+    keys = sorted(
+        edge
+        for edge in graph.data.edge_types
+        if edge[0] == item and edge[2] == owner_type and not edge[1].startswith("rev_")
+    )
+    if not keys:
+        return None
+    child, parent = graph.data[keys[0]].edge_index
+    owner = torch.full((graph.data[item].num_nodes,), -1, dtype=torch.long)
+    owner[child] = parent
+    return owner
+
+
+def owned_events(events: FunnelEvents, owner: Tensor) -> FunnelEvents:
+    """The events on items as their owners' own: `users` becomes the item's owner (`item_owners`);
+    events on an item without one are left out. Shapes: owner [items]."""
+    by = owner[events.items]
+    kept = events.where(by >= 0)
+    return replace(kept, users=by[by >= 0])
+
+
 def no_events() -> FunnelEvents:
     """No event at all: every entity is placed by its embedding."""
     empty = torch.zeros(0, dtype=torch.long)
