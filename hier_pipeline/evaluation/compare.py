@@ -22,7 +22,8 @@ comparison is on the window after it, [t2, end), end = the last event + 1:
     embeddings as of the end of the data: it saw the items' later neighbourhoods, not the users');
   - from every model's final ranking of the same users: 95% bootstrap intervals, ours minus each
     baseline with a paired interval (`uncertainty.py`), and its first seed minus each of its
-    views (`versus_views`: what the part a view leaves out adds), and recall on repeat vs explore positives
+    views and trained ablations (`versus_ablations`: what the part an ablation leaves out, or
+    the option it switches on, changes), and recall on repeat vs explore positives
     with the share of each top 50 taken from the user's history (`segments.py`).
 """
 
@@ -119,9 +120,11 @@ def evaluate_models(
         for segment, items in positives.items()
     }
     figures = per_user_figures(rankings, window.relevant)
-    # views of ours against the seed they are views of, before the seeds are pooled
-    views = [name for name in comparison.views if name in figures]
-    versus_views = versus(figures, OURS, views, comparison.seed)
+    # ours against its views and trained ablations (trained with its first seed), paired on the
+    # same users, before the seeds are pooled
+    named = (*comparison.models, *comparison.views)
+    ablations = [n for n in named if n != OURS and not is_seed(n) and n in figures]
+    versus_ablations = versus(figures, OURS, ablations, comparison.seed)
     seeds = [OURS, *(name for name in rankings if is_seed(name))]
     fitted = ours.fitted()
     cold, cold_ranked = cold_user_rankings(
@@ -178,7 +181,7 @@ def evaluate_models(
         seeds=len(seeds),
         seed_sd=spread,
         cold_users_evaluated=len(cold.users),
-        versus_views=versus_views,
+        versus_ablations=versus_ablations,
     )
 
 

@@ -70,8 +70,8 @@ class EvaluationReport:
     seeds: int = 1  # training seeds of ours; its figures are their means
     seed_sd: dict[str, float] = field(default_factory=dict)  # ours: metric -> sd over seeds
     cold_users_evaluated: int = 0  # users without any interaction before t2 (`cold_users`)
-    # view of ours -> metric -> ours (its first seed, whose view it is) minus that view
-    versus_views: dict[str, dict[str, Difference]] = field(default_factory=dict)
+    # view or trained ablation of ours -> metric -> ours (its first seed) minus it
+    versus_ablations: dict[str, dict[str, Difference]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         hierarchy = None
@@ -91,7 +91,7 @@ class EvaluationReport:
             "split": {"t1": _iso(self.t1), "t2": _iso(self.t2), "end": _iso(self.end)},
             "models": {name: self._model_json(name) for name in self.models},
             "versus": _differences_json(self.versus),
-            "versus_views": _differences_json(self.versus_views),
+            "versus_ablations": _differences_json(self.versus_ablations),
             "segments": {
                 segment: {name: _finite(metrics) for name, metrics in models.items()}
                 for segment, models in self.segments.items()
@@ -146,7 +146,7 @@ class EvaluationReport:
                 metrics[f"eval/hierarchy/L{level}/training_seed_ari"] = ari
         for metric, sd in self.seed_sd.items():
             metrics[f"eval/{OURS}/{metric}/seed_sd"] = sd
-        for baseline, differences in {**self.versus, **self.versus_views}.items():
+        for baseline, differences in {**self.versus, **self.versus_ablations}.items():
             for metric, found in differences.items():
                 metrics[f"eval/versus/{baseline}/{metric}/diff"] = found.diff
                 metrics[f"eval/versus/{baseline}/{metric}/ci_low"] = found.low

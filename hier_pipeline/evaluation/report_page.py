@@ -156,7 +156,7 @@ def _verdict(report: EvaluationReport) -> list[str]:
 
 
 def _uncertainty(report: EvaluationReport) -> list[str]:
-    """Ours minus each baseline, and its first seed minus each of its views, with paired 95%
+    """Ours minus each baseline, and its first seed minus each of its ablations, with paired 95%
     intervals: a win only where the interval excludes 0."""
     lines = _differences(
         report.versus,
@@ -165,9 +165,10 @@ def _uncertainty(report: EvaluationReport) -> list[str]:
         " (an interval that crosses 0 is a tie):",
     )
     return lines + _differences(
-        report.versus_views,
-        "view",
-        f"`{OURS}` (its first seed) minus each view of it: what the part the view leaves out adds.",
+        report.versus_ablations,
+        "ablation",
+        f"`{OURS}` (its first seed) minus each of its views and trained ablations (the same"
+        " seed): what the part an ablation leaves out, or the option it switches on, changes.",
     )
 
 

@@ -131,8 +131,9 @@ def test_every_figure_carries_its_interval_and_its_segments(compared: Compared) 
             assert low <= metrics[metric] <= high, (name, metric)
         assert 0.0 <= metrics["history_share@50"] <= 1.0, name
     assert set(report.versus) == set(BASELINE_NAMES)
-    assert set(report.versus_views) == set(VIEWS)  # one seed here: the first seed is `hier`
-    for baseline, differences in {**report.versus, **report.versus_views}.items():
+    # one seed here: the first seed is `hier`, with every view and trained ablation beside it
+    assert set(report.versus_ablations) == {*VIEWS, *TRAINED}
+    for baseline, differences in {**report.versus, **report.versus_ablations}.items():
         for metric, found in differences.items():
             point = report.models["hier"][metric] - report.models[baseline][metric]
             assert found.diff == pytest.approx(point, abs=1e-6)

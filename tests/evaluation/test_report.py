@@ -72,7 +72,7 @@ def report(hierarchy: bool = True, history: bool = True) -> EvaluationReport:
             "repeat": {"hier": {"recall@50": 0.5}, "popularity": {"recall@50": 0.2}},
             "explore": {"hier": {"recall@50": math.nan}, "popularity": {"recall@50": 0.1}},
         },
-        versus_views={"hier_no_ranker": {"map@10": Difference(0.01, 0.004, 0.02)}},
+        versus_ablations={"hier_no_ranker": {"map@10": Difference(0.01, 0.004, 0.02)}},
     )
 
 
@@ -97,7 +97,7 @@ def test_json_has_the_promised_shape_with_null_for_undefined(tmp_path: Path) -> 
     assert written["models"]["popularity"]["ci95"] == {"map@10": [0.01, None]}
     assert "ci95" not in written["models"]["graphsage"]
     assert written["versus"]["popularity"]["map@10"] == {"diff": 0.03, "ci95": [0.01, 0.05]}
-    assert written["versus_views"]["hier_no_ranker"]["map@10"]["ci95"] == [0.004, 0.02]
+    assert written["versus_ablations"]["hier_no_ranker"]["map@10"]["ci95"] == [0.004, 0.02]
     assert written["segments"]["explore"]["hier"]["recall@50"] is None
     assert written["segments"]["repeat"]["popularity"]["recall@50"] == 0.2
 
@@ -121,10 +121,11 @@ def test_markdown_has_every_section_and_its_plots(tmp_path: Path) -> None:
     assert "| 1 | 32 | 0.7000 | - |" in page
     assert "| popularity | +0.0300 [+0.0100, +0.0500] win |" in page
     assert "| graphsage | -0.0400 [-0.0700, +0.0020] tie |" in page  # the interval crosses 0
-    views = page.split("minus each view of it")[1]  # a table of its own, after the baselines'
+    # a table of its own, after the baselines'
+    ablations = page.split("minus each of its views and trained ablations")[1]
     assert (
-        "| view | map@10 |" in views
-        and "| hier_no_ranker | +0.0100 [+0.0040, +0.0200] win |" in views
+        "| ablation | map@10 |" in ablations
+        and "| hier_no_ranker | +0.0100 [+0.0040, +0.0200] win |" in ablations
     )
     assert "| hier | 0.5000 | - |" in page  # repeat and explore recall@50
     linked = set(re.findall(r"\]\(([^)]+\.png)\)", page))
