@@ -33,6 +33,7 @@ from hier_pipeline.evaluation.compare import (
     evaluate_models,
 )
 from hier_pipeline.evaluation.interest_recommender import AsOf
+from hier_pipeline.evaluation.ours import OurModels
 from hier_pipeline.evaluation.report import EvaluationReport
 from hier_pipeline.evaluation.truth import item_truth
 from hier_pipeline.graph import default_split
@@ -48,6 +49,7 @@ from hier_pipeline.model.infer import history_scores
 from hier_pipeline.model.train import train_model
 from hier_pipeline.ranker.ranker import RankerConfig
 from hier_pipeline.ranking.metrics import evaluate_embeddings
+from hier_pipeline.ranking.window import target_window
 from hier_pipeline.tracking import flatten_params
 from tests.interests.conftest import TINY
 
@@ -67,6 +69,7 @@ class Compared:
     model: GraphEncoder
     report: EvaluationReport
     hierarchy: HierarchyInputs
+    comparison: Comparison
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +107,7 @@ def compared(
         report = evaluate_models("tiny", graph, content, split, comparison, hierarchy)
     finally:
         torch.set_num_threads(threads)
-    return Compared(graph, content, split, trained.model, report, hierarchy)
+    return Compared(graph, content, split, trained.model, report, hierarchy, comparison)
 
 
 def test_every_model_is_scored_on_the_window_after_validation(compared: Compared) -> None:
@@ -313,3 +316,23 @@ def test_hierarchy_scores_against_the_planted_truth(compared: Compared) -> None:
     assert scores.stability_ari == pytest.approx(0.25)
     assert isinstance(compared.hierarchy.truth, np.ndarray)
     assert compared.hierarchy.truth.shape == (len(tree.members), 3)
+
+
+def test_a_trained_ablation_is_forgotten_once_ranked(compared: Compared) -> None:
+    """Its row is the last thing that reads its embeddings, tree and ranker, and the samplers of
+    a sampling only it used: they go, the full model's stay (the views and cold users read
+    them)."""
+    graph, split = compared.graph, compared.split
+    ours = OurModels(
+        graph, compared.content, compared.comparison, split.t2, split.t2 - split.t1, None
+    )
+    window = target_window(graph, split.t2, data_end(graph), 5000)
+    fitted = ours.fitted()
+    full, apart = fitted["hier"](window), fitted["hier_target_fanouts"](window)
+    assert torch.equal(full.score(window.users[:3]), fitted["hier"](window).score(window.users[:3]))
+    assert apart.score(window.users[:3]).shape == (3, graph.data["products"].num_nodes)
+    caches = (ours._vectors, ours._items, ours._trees, ours._rankers)
+    assert all(key[0] != "hier_target_fanouts" for cache in caches for key in cache)
+    assert any(key[0] == "hier" for key in ours._vectors)
+    samplings = {sampling for _, sampling in ours._embedders}
+    assert samplings == {compared.comparison.sampling}
