@@ -20,8 +20,10 @@ the full model, free of training (`VIEWS`):
     content and paths alone (`hier_ranker_no_representation`: what the learned representation
     adds to everything else the ranker reads), over counts alone (`hier_counts_only`), and
     fitted without simulated cold items (`hier_ranker_no_cold_items`);
-  - the ranker with one signal more that is not the default: `hier_ranker_content_popularity`,
-    each item's popularity predicted from its content (issue 18, item 3; `ranker_setup.py`).
+  - the ranker with what is not the default: `hier_ranker_content_popularity` (one signal more,
+    each item's popularity predicted from its content; issue 18, item 3; `ranker_setup.py`) and
+    `hier_ranker_new_item_candidates` (each content signal's top new items as candidates too,
+    `RankerConfig.new_item_candidates`; item 5).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ NO_REPRESENTATION = "hier_ranker_no_representation"
 COUNTS_ONLY = "hier_counts_only"
 NO_COLD_ITEMS = "hier_ranker_no_cold_items"
 WITH_CONTENT_POPULARITY = "hier_ranker_content_popularity"
+WITH_NEW_ITEM_CANDIDATES = "hier_ranker_new_item_candidates"
 VIEWS = (
     CONTENT_ONLY,
     NO_RANKER,
@@ -65,6 +68,7 @@ VIEWS = (
     COUNTS_ONLY,
     NO_COLD_ITEMS,
     WITH_CONTENT_POPULARITY,
+    WITH_NEW_ITEM_CANDIDATES,
 )
 _NO_BIASES = {
     k: v for k, v in asdict(AttentionConfig.with_biases(False)).items() if k[:4] == "use_"

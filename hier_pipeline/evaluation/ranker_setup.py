@@ -16,6 +16,7 @@ from hier_pipeline.evaluation.ablations import (
     NO_TOKEN_SHARES,
     NO_TOKEN_SIGNAL,
     WITH_CONTENT_POPULARITY,
+    WITH_NEW_ITEM_CANDIDATES,
 )
 from hier_pipeline.ranker.ranker import RankerConfig
 
@@ -51,6 +52,9 @@ BEHAVIOURAL = (EMBEDDING, TOKEN_OVERLAP)
 # not tuned here; both forms decay the user's events with the grid's middle half-life.
 CONTENT_KNN = {CONTENT_PROFILE: None, CONTENT_NEIGHBOURS: 100}
 CONTENT_HALF_LIFE_DAYS = 30.0
+# The new items each content signal adds as candidates in the `WITH_NEW_ITEM_CANDIDATES` view:
+# a fifth of its top list.
+NEW_ITEM_CANDIDATES = 20
 # The token shares' tie-break between items of one token (`OurModels.signals`): at most this.
 TIE_BREAK = 1e-6
 
@@ -63,6 +67,7 @@ class RankerSetup:
 
     signals: tuple[str, ...] = SIGNALS
     simulate_cold: bool = True
+    new_item_candidates: int = 0  # `RankerConfig.new_item_candidates`
 
     @property
     def behavioural(self) -> tuple[str, ...]:
@@ -70,7 +75,9 @@ class RankerSetup:
         return BEHAVIOURAL if self.simulate_cold else ()
 
     def configured(self, config: RankerConfig) -> RankerConfig:
-        """`config` with no item shown as new where new items are not simulated."""
+        """`config` with this setup's new-item candidates, and no item shown as new where new
+        items are not simulated."""
+        config = replace(config, new_item_candidates=self.new_item_candidates)
         return config if self.simulate_cold else replace(config, cold_item_rate=0.0)
 
 
@@ -90,4 +97,5 @@ RANKER_VIEWS = {  # the ranker views among `VIEWS`
     COUNTS_ONLY: RankerSetup(()),
     NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
     WITH_CONTENT_POPULARITY: RankerSetup((*SIGNALS, CONTENT_POPULARITY)),
+    WITH_NEW_ITEM_CANDIDATES: RankerSetup(new_item_candidates=NEW_ITEM_CANDIDATES),
 }

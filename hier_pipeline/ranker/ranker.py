@@ -11,7 +11,9 @@ user: the gate of ReCANet / RepeatNet, fitted rather than assumed.
 
 Candidates per user: every item of their history, the `popular_candidates` items with the most
 target events lately, and the top `signal_candidates` of each signal: a dense score of every item
-for a user, e.g. the embedding's inner product or the interest tokens the user and the item share.
+for a user, e.g. the embedding's inner product or the interest tokens the user and the item share;
+with `new_item_candidates`, also each non-behavioural signal's top items among those without a
+positive event (new items lose most places in a list they share with warm ones).
 Each signal adds two features: its score, and the candidate's rank in its top list (NaN below it).
 
 New items. The fit window rarely holds a purchase of an item without earlier events, so trees
@@ -71,6 +73,11 @@ class TooFewLabels(ValueError):
 class RankerConfig:
     signal_candidates: int = 100  # per signal
     popular_candidates: int = 100
+    # Per signal that is not behavioural, its top items among those without a positive event as
+    # well (0: none): new items compete with warm ones in every top list, and lose most places
+    # there before the ranker sees them (measured: a quarter of the synthetic world's new
+    # purchases are in no top list). Not the default until measured (docs/evaluation.md).
+    new_item_candidates: int = 0
     # Fewer relevant candidates in the fit window than this: no fit (`TooFewLabels`). Measured
     # (docs/evaluation.md, small databases): windows of 18, 74 and 84 target-stage positives
     # fitted a ranker that beat the model's own score and a ranker on shallower stages' labels
@@ -140,6 +147,9 @@ class InterestRanker:
         history_rows, history_items = counts.history_pairs(users)
         popular = counts.popular(self.config.popular_candidates)
         depth = min(self.config.signal_candidates, counts.log.num_items)
+        eventless = torch.from_numpy(counts.item_eventless)
+        fresh = min(self.config.new_item_candidates, int(eventless.sum()))
+        new_item_lists = {n: fresh for n in signals if n not in behavioural and fresh}
         none = torch.zeros(0, dtype=torch.long)
         blocks = [(none, none, np.zeros((0, 2 * len(signals))))]  # with no user, no candidate
         for start in range(0, len(users), CHUNK):
@@ -147,7 +157,8 @@ class InterestRanker:
             lo, hi = torch.searchsorted(history_rows, torch.tensor([start, end])).tolist()
             own = (history_rows[lo:hi] - start, history_items[lo:hi])
             block = torch.arange(start, end)
-            blocks.append(_block(block, own, popular, signals, depth, counts.log.num_items))
+            tops = _top_lists(signals, block, depth, new_item_lists, eventless)
+            blocks.append(_block(block, own, popular, tops, counts.log.num_items))
         rows, items = torch.cat([b[0] for b in blocks]), torch.cat([b[1] for b in blocks])
         columns = [counts.features(users[rows], items), np.concatenate([b[2] for b in blocks])]
         features = np.column_stack(columns).astype(np.float32)
@@ -290,31 +301,58 @@ def _fitted(
     return classifier.fit(features, labels)
 
 
+@dataclass(frozen=True)
+class _TopLists:
+    """A block's dense signal scores, each signal's top list (its `rank` feature) and the items
+    each signal adds as candidates (its top list, and its top new items where asked).
+    Shapes: dense [R, I], tops [R, depth], added [R, *] per signal."""
+
+    dense: dict[str, Tensor]
+    tops: dict[str, Tensor]
+    added: list[Tensor]
+
+
+def _top_lists(
+    signals: Mapping[str, Signal],
+    rows: Tensor,
+    depth: int,
+    new_item_lists: Mapping[str, int],
+    eventless: Tensor,
+) -> _TopLists:
+    """Each signal's scores of the block `rows`, its top `depth` items, and, for the signals of
+    `new_item_lists`, that many of its top items among the `eventless` ones [I] as well."""
+    dense = {name: signal(rows) for name, signal in signals.items()}
+    tops = {name: scores.topk(depth, dim=1).indices for name, scores in dense.items()}
+    added = list(tops.values())
+    for name, count in new_item_lists.items():
+        fresh = dense[name].masked_fill(~eventless, -torch.inf).topk(count, dim=1).indices
+        added.append(fresh)
+    return _TopLists(dense, tops, added)
+
+
 def _block(
     rows: Tensor,
     own: tuple[Tensor, Tensor],
     popular: Tensor,
-    signals: Mapping[str, Signal],
-    depth: int,
+    lists: _TopLists,
     num_items: int,
 ) -> tuple[Tensor, Tensor, np.ndarray]:
     """The candidates of a block of ranked users (`rows`) and their signal columns: per signal
-    its score and log1p of the candidate's rank in its top `depth` (NaN below it).
+    its score and log1p of the candidate's rank in its top list (NaN below it).
 
     `own` holds the block's history pairs (row within the block, item). Shapes: rows [R] ->
     rows [P] ascending (indexing all ranked users), items [P], columns [P, 2 * signals]."""
-    dense = {name: signal(rows) for name, signal in signals.items()}
-    tops = {name: scores.topk(depth, dim=1).indices for name, scores in dense.items()}
+    dense, tops = lists.dense, lists.tops
     local = torch.arange(len(rows))
     block_rows = torch.cat(
         [
             own[0],
             local.repeat_interleave(len(popular)),
-            *(local.repeat_interleave(depth) for _ in tops),
+            *(local.repeat_interleave(added.shape[1]) for added in lists.added),
         ]
     )
     block_items = torch.cat(
-        [own[1], popular.repeat(len(rows)), *(t.flatten() for t in tops.values())]
+        [own[1], popular.repeat(len(rows)), *(added.flatten() for added in lists.added)]
     )
     keys = torch.unique(block_rows * num_items + block_items)
     block_rows, items = keys // num_items, keys % num_items

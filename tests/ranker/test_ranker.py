@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -62,6 +64,32 @@ def test_candidates_are_the_history_the_trend_and_the_embeddings_top(world: tupl
     assert candidates.features.shape == (len(candidates.rows), len(names))
     in_top = candidates.items == top[candidates.rows, 0]
     assert np.all(candidates.features[in_top.numpy(), -1] == 0.0)  # the best by embedding: rank 0
+
+
+def test_a_content_signal_adds_its_top_new_items_where_asked(world: tuple) -> None:
+    """Items without a positive event before the window get places of their own in the lists of
+    the signals that are not behavioural (here "content"), none in a behavioural one's."""
+    _, log, start = world
+    counts, users = Counts(log, start, HORIZON), torch.tensor([0, 5, 9])
+    signals = {
+        **_embedding(log, len(users)),
+        "content": _embedding(log, len(users), 1)["embedding"],
+    }
+    eventless = torch.from_numpy(counts.item_eventless)
+    assert eventless.any() and not eventless.all()
+    config = RankerConfig(signal_candidates=7, popular_candidates=4)
+    plain = InterestRanker(config).candidates(counts, users, signals, ("embedding",))
+    widened = InterestRanker(replace(config, new_item_candidates=3)).candidates(
+        counts, users, signals, ("embedding",)
+    )
+    content = signals["content"]
+    scores = (content.users @ content.items.T).masked_fill(~eventless, -torch.inf)
+    fresh = scores.topk(3, dim=1).indices
+    for row in range(len(users)):
+        before = set(plain.items[plain.rows == row].tolist())
+        after = set(widened.items[widened.rows == row].tolist())
+        assert after == before | set(fresh[row].tolist())
+        assert all(bool(eventless[item]) for item in after - before)
 
 
 def test_the_fit_ranks_the_next_windows_events_above_the_rest(world: tuple) -> None:
