@@ -147,3 +147,12 @@ def test_train_refuses_fanouts_it_cannot_sample_before_reading_data(
     assert result.returncode == 2
     assert reason in result.stderr
     assert not (tmp_path / "o").exists()
+
+
+def test_evaluate_help_names_every_ablation() -> None:
+    """The help is written out (importing the ablations would load torch for every command), so
+    this keeps it in step with the ablations the evaluation knows."""
+    from hier_pipeline.evaluation.ablations import ABLATIONS
+
+    listed = " ".join(hier("evaluate", "--help").stdout.split())  # argparse wraps the names
+    assert all(name in listed for name in ABLATIONS), sorted(set(ABLATIONS) - set(listed.split()))

@@ -41,7 +41,8 @@ from hier_pipeline.evaluation.baselines.evaluate import (
     tuned,
 )
 from hier_pipeline.evaluation.cold_users import POPULARITY, cold_user_rankings
-from hier_pipeline.evaluation.ours import TOKENS, Comparison, HierarchyInputs, OurModels
+from hier_pipeline.evaluation.comparison import Comparison, HierarchyInputs
+from hier_pipeline.evaluation.ours import TOKENS, OurModels
 from hier_pipeline.evaluation.report import HISTORY_SHARE, OURS, EvaluationReport, HierarchyScores
 from hier_pipeline.evaluation.seeds import is_seed, pool_seeds
 from hier_pipeline.evaluation.segments import (

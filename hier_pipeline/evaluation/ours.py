@@ -16,8 +16,8 @@ on the fit window.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Mapping
+from dataclasses import replace
 from functools import cached_property, partial
 from typing import Any
 
@@ -28,12 +28,12 @@ from torch import Tensor
 from hier_pipeline.evaluation.ablations import (
     CONTENT_ONLY,
     NO_RANKER,
-    VIEWS,
 )
 from hier_pipeline.evaluation.baselines.content_knn import ContentKNN
-from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET, Fitted
+from hier_pipeline.evaluation.baselines.evaluate import Fitted
 from hier_pipeline.evaluation.baselines.interactions import Interactions
-from hier_pipeline.evaluation.baselines.recommender import FitBudget, Memo, Recommender
+from hier_pipeline.evaluation.baselines.recommender import Memo, Recommender
+from hier_pipeline.evaluation.comparison import Comparison, HierarchyInputs
 from hier_pipeline.evaluation.interest_recommender import (
     AsOf,
     EmbeddingRecommender,
@@ -65,8 +65,6 @@ from hier_pipeline.graph.sampler import SamplerConfig
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, InterestHierarchy, build_hierarchy
 from hier_pipeline.interests.shares import LevelShares, level_shares
-from hier_pipeline.interests.tokens import TokenConfig
-from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.history import InteractionHistory
 from hier_pipeline.model.infer import history_scores
 from hier_pipeline.model.network import InterestModel
@@ -76,44 +74,11 @@ from hier_pipeline.ranker.paths import PathScores, schema_paths
 from hier_pipeline.ranker.ranker import (
     InnerProduct,
     InterestRanker,
-    RankerConfig,
     Signal,
 )
 from hier_pipeline.ranking.window import EvaluationWindow
 
 TOKENS = f"{OURS}_tokens"
-
-
-@dataclass(frozen=True)
-class HierarchyInputs:
-    """The materialised interest tree, the token settings its bags were made with, its stability
-    (per level agreement with a tree from another seed) and the items' known taxonomy, if any.
-
-    Shapes: truth [items, truth levels] or None.
-    """
-
-    tree: InterestHierarchy
-    tokens: TokenConfig
-    stability: list[dict[str, float]]
-    truth: np.ndarray | None = None
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """What to compare, besides the data: our trained models by name (`hier` and any trained
-    ablations), the neighbourhoods they embed from (as served), our model's training history."""
-
-    models: Mapping[str, GraphEncoder]
-    sampling: SamplerConfig
-    # Models that sample otherwise than `sampling` (a trained ablation of it, `ablations.py`).
-    model_sampling: Mapping[str, SamplerConfig] = field(default_factory=dict)
-    history: list[dict[str, float]] = field(default_factory=list)
-    views: tuple[str, ...] = VIEWS  # the untrained ablations to add (`ablations.VIEWS`)
-    baselines: Sequence[str] = tuple(BASELINES)
-    max_users: int = 5000  # evaluated users: a fixed random subset beyond it
-    seed: int = 0
-    budget: FitBudget = FIT_BUDGET
-    ranker: RankerConfig = field(default_factory=RankerConfig)  # its seed: `seed`
 
 
 class OurModels:
