@@ -8,7 +8,11 @@ import dagster as dg
 from pydantic import Field
 
 from hier_pipeline.evaluation.ablations import DEFAULT_VIEWS, TRAINED
-from hier_pipeline.evaluation.baselines.evaluate import BASELINES, QUICK_BASELINES
+from hier_pipeline.evaluation.baselines.evaluate import (
+    BASELINE_WORKERS,
+    BASELINES,
+    QUICK_BASELINES,
+)
 
 if TYPE_CHECKING:
     from hier_pipeline.interests.hierarchy import HierarchyConfig
@@ -92,26 +96,29 @@ class EvaluationLaunchConfig(TrainingLaunchConfig):
     # `hier evaluate` scores all of them.
     ablations: list[str] = Field(
         default_factory=lambda: list(DEFAULT_VIEWS),
-        description=f"ablations to score: views (`hier evaluate --help`) cost no training, each"
-        f" of {list(TRAINED)} trains a model",
+        description=f"ablations: views (`hier evaluate --help`) cost no training, each of"
+        f" {list(TRAINED)} trains one",
     )
     baselines: list[str] = Field(
         default_factory=lambda: list(QUICK_BASELINES),
-        description=f"baselines to tune, refit and score, of {list(BASELINES)}; the default: the"
-        " quick ones (`hier evaluate` runs all)",
+        description=f"baselines to tune, refit and score, of {list(BASELINES)}; default: the"
+        " quick ones (`hier evaluate`: all)",
     )
     max_users: int = Field(
         default=5000, description="evaluated users (a fixed random subset beyond it)"
     )
     baseline_steps: int = Field(
         default=1000,
-        description="step budget of a trained baseline: its grid's longest fit (successive"
-        " halving)",
+        description="step budget of a trained baseline: its grid's longest fit (halving)",
     )
     baseline_seconds: float | None = Field(
         default=None,
-        description="wall-clock cap per fit of a trained baseline (default none: a cap makes the"
-        " score depend on the machine's load)",
+        description="wall-clock cap per trained baseline fit (default none: a cap makes scores"
+        " depend on load)",
+    )
+    baseline_workers: int = Field(
+        default=BASELINE_WORKERS,
+        description="one-thread processes tuning baselines side by side (1: in turn, all threads)",
     )
 
 

@@ -63,9 +63,8 @@ PIPELINE_GROUPS = ("ingest", "graph", "content", "model", "interests", "evaluati
 full_retrain_job = dg.define_asset_job(
     "full_retrain_job",
     selection=dg.AssetSelection.groups(*PIPELINE_GROUPS),
-    description="Ingest to the served model on everything: retrains the model and regrows the"
-    " hierarchy, then evaluates; the new model serves only if it beats popularity and is not"
-    " worse than the serving one.",
+    description="Ingest to release on all the data: retrain, regrow the hierarchy, evaluate; the"
+    " new model serves only if it beats popularity and is no worse than the serving one.",
 )
 
 evaluate_only_job = dg.define_asset_job(

@@ -94,6 +94,7 @@ def evaluation_report(
             max_users=config.max_users,
             seed=config.seed,
             budget=FitBudget(config.baseline_steps, config.baseline_seconds),
+            baseline_workers=config.baseline_workers,
         )
         inputs = hierarchy_inputs(interest_hierarchy, interest_tokens, truth)
         report = evaluate_models(

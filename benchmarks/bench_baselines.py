@@ -2,13 +2,13 @@
 
     .venv/bin/python benchmarks/bench_baselines.py [DATASET_DIR] [--work DIR] [--names a,b]
         [--max-users 1000] [--steps 1000] [--seconds S] [--halving 3,3] [--ease-max-items 10000]
-        [--seed 0] [--threads 1]
+        [--seed 0] [--threads 1] [--workers 1]
 
 Defaults to the synthetic world at scale 1 (generated into the work folder). Prints a markdown
 table of the target (deepest) stage's full-ranking metrics on [t2, end) of the dataset's default
 split for warm users (the window and protocol of `evaluation_report`, `evaluate_models`), the
 cold-item recall, the setting tuning chose and the wall and CPU seconds each baseline took
-(tuning included; CPU seconds over all threads, the steadier figure on a shared machine);
+(tuning included; CPU seconds over all threads and workers, the steadier figure on a shared machine);
 the protocol is `hier_pipeline.evaluation.baselines.evaluate`'s module doc. `--work` keeps the
 DuckDB file and the content cache between runs.
 """
@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import resource
 import sys
 import time
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,12 @@ def main() -> int:
     parser.add_argument(
         "--threads", type=int, default=1, help="torch intra-op threads (1: no OpenMP contention)"
     )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="baselines side by side in forked one-thread processes (1: in this process)",
+    )
     arguments = parser.parse_args()
     import torch
 
@@ -58,12 +64,14 @@ def run(arguments: argparse.Namespace, prepared: Any) -> int:
 
     names = arguments.names.split(",") if arguments.names else list(BASELINES)
     split = TemporalSplit(prepared.split.t2, data_end(prepared.graph))
-    cpu_marks = [
-        time.process_time()
-    ]  # CPU seconds of every thread: steadier than wall on a busy box
+    # CPU seconds of every thread, and of the workers once they end: steadier than wall on a
+    # busy box. A progress line names its baseline first ("name: ...") as each one ends.
+    cpu: dict[str, float] = {}
+    cpu_mark = [_cpu_seconds()]
 
     def progress(line: str) -> None:
-        cpu_marks.append(time.process_time())
+        cpu[line.split(":")[0]] = _cpu_seconds() - cpu_mark[0]
+        cpu_mark[0] = _cpu_seconds()
         print(line, flush=True)
 
     wall_started = time.perf_counter()
@@ -78,9 +86,9 @@ def run(arguments: argparse.Namespace, prepared: Any) -> int:
         ease_max_items=arguments.ease_max_items,
         progress=progress,
         halving=Halving(*map(int, arguments.halving.split(","))),
+        workers=arguments.workers,
     )
     wall = time.perf_counter() - wall_started
-    cpu = dict(zip(result.metrics, [b - a for a, b in pairwise(cpu_marks)], strict=True))
     metrics = list(next(iter(result.metrics.values())))
     print(
         f"\nrepeat rate {result.repeat_rate:.3f} -> seen items "
@@ -106,6 +114,7 @@ def run(arguments: argparse.Namespace, prepared: Any) -> int:
         "budget": {"steps": arguments.steps, "seconds": arguments.seconds},
         "halving": arguments.halving,
         "threads": arguments.threads,
+        "workers": arguments.workers,
         "seconds": wall,
         "cpu_seconds": sum(cpu.values()),
         "rows": {
@@ -121,6 +130,15 @@ def run(arguments: argparse.Namespace, prepared: Any) -> int:
     }
     write_results(f"baselines-{Path(dataset).name.replace(' ', '_')}", results)
     return 0
+
+
+def _cpu_seconds() -> float:
+    """This process's CPU seconds and its ended workers' (`--workers`)."""
+    own, workers = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return own.ru_utime + own.ru_stime + workers.ru_utime + workers.ru_stime
 
 
 if __name__ == "__main__":

@@ -188,6 +188,12 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument(
         "--baseline-steps", type=int, help="step budget of a trained baseline (its longest fit)"
     )
+    evaluate.add_argument(
+        "--baseline-workers",
+        type=int,
+        help="processes the baselines are tuned in side by side, one thread each (default 2;"
+        " 1: one after another, on every torch thread)",
+    )
     _add_training_knobs(evaluate)  # of our model and its trained ablations
     evaluate.set_defaults(run=_evaluate)
 
@@ -272,6 +278,8 @@ def _evaluate(arguments: argparse.Namespace) -> int:
         if arguments.baseline_steps is not None:
             budget = replace(config.budget, steps=arguments.baseline_steps)
             config = replace(config, budget=budget)
+        if arguments.baseline_workers is not None:
+            config = replace(config, baseline_workers=arguments.baseline_workers)
         check_ablations(config.ablations)
         if unknown := set(config.baselines) - set(BASELINES):
             raise ValueError(f"unknown baselines {sorted(unknown)}; known: {list(BASELINES)}")

@@ -106,6 +106,7 @@ def evaluate_models(
         seed=comparison.seed,
         budget=comparison.budget,
         progress=progress,
+        workers=comparison.baseline_workers,
         fitted=ours.fitted(),
     )
     window, rankings = result.window, result.rankings

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from hier_pipeline.evaluation.ablations import VIEWS
-from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET
+from hier_pipeline.evaluation.baselines.evaluate import BASELINE_WORKERS, BASELINES, FIT_BUDGET
 from hier_pipeline.evaluation.baselines.recommender import FitBudget
 from hier_pipeline.graph.sampler import SamplerConfig
 from hier_pipeline.interests.hierarchy import InterestHierarchy
@@ -48,4 +48,5 @@ class Comparison:
     max_users: int = 5000  # evaluated users: a fixed random subset beyond it
     seed: int = 0
     budget: FitBudget = FIT_BUDGET
+    baseline_workers: int = BASELINE_WORKERS  # processes the baselines are tuned in, side by side
     ranker: RankerConfig = field(default_factory=RankerConfig)  # its seed: `seed`

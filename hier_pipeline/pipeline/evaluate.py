@@ -18,7 +18,7 @@ from hier_pipeline.evaluation.ablations import (
     train_ablations,
     views_of,
 )
-from hier_pipeline.evaluation.baselines.evaluate import BASELINES, FIT_BUDGET
+from hier_pipeline.evaluation.baselines.evaluate import BASELINE_WORKERS, BASELINES, FIT_BUDGET
 from hier_pipeline.evaluation.baselines.recommender import FitBudget
 from hier_pipeline.evaluation.compare import Comparison, evaluate_models, hierarchy_inputs
 from hier_pipeline.evaluation.report import OURS, EvaluationReport
@@ -43,6 +43,7 @@ class EvaluateConfig:
     tokens: TokenConfig = field(default_factory=TokenConfig)
     max_users: int = 5000  # evaluated users: a fixed random subset beyond it
     budget: FitBudget = FIT_BUDGET  # per fit of a trained baseline
+    baseline_workers: int = BASELINE_WORKERS  # processes the baselines are tuned in
     seeds: int = 3  # our model is trained this many times (seed, seed + 1, ...); figures: means
 
 
@@ -79,6 +80,7 @@ def evaluate_dataset(
         max_users=config.max_users,
         seed=config.train.seed,
         budget=config.budget,
+        baseline_workers=config.baseline_workers,
     )
     truth = item_truth(dataset_dir, prepared.spec, prepared.database)
     inputs = hierarchy_inputs(done.hierarchy, done.tokens, truth)

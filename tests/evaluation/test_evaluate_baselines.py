@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 import torch
@@ -18,7 +19,7 @@ from hier_pipeline.evaluation.baselines import (
     repeat_rate,
     warm_window,
 )
-from hier_pipeline.evaluation.baselines.evaluate import EASE_MAX_ITEMS, Context
+from hier_pipeline.evaluation.baselines.evaluate import BASELINE_WORKERS, EASE_MAX_ITEMS, Context
 from hier_pipeline.evaluation.baselines.profiles import STAGE_RATIOS
 from hier_pipeline.ranking.window import target_window
 
@@ -73,7 +74,10 @@ def test_warm_window_keeps_warm_users_and_their_items(synthetic_pipeline) -> Non
 
 def test_every_baseline_runs_end_to_end(synthetic_pipeline) -> None:
     graph, content, split = synthetic_pipeline
-    result = evaluate_baselines(graph, content, split, budget=FitBudget(steps=1))
+    result = evaluate_baselines(
+        graph, content, split, budget=FitBudget(steps=1), workers=BASELINE_WORKERS
+    )
+    assert list(result.metrics) == list(result.tuning) == list(result.rankings) == list(BASELINES)
     assert result.num_users > 0
     assert result.exclude_seen == (result.repeat_rate < 0.05)
     assert set(result.metrics) == set(BASELINES)
@@ -102,6 +106,28 @@ def test_every_baseline_runs_end_to_end(synthetic_pipeline) -> None:
         assert result.settings[name]["profile"] in STAGE_RATIOS  # the chosen profile is shown
         untimed = [{key: value for key, value in s.items() if key != STEPS} for s in tried]
         assert untimed == list(BASELINES[name].grid)  # negatives exist: the whole grid
+
+
+def test_baselines_in_workers_score_as_one_after_another_on_one_thread(
+    synthetic_pipeline,
+) -> None:
+    """A worker runs one torch thread: the same baselines one after another on one thread in
+    this process must tune, rank and score exactly alike, so the workers change the time only."""
+    graph, content, split = synthetic_pipeline
+    names = ["sasrec", "repeat", "lightgcn", "ease"]
+    run = partial(evaluate_baselines, graph, content, split, names, budget=FitBudget(steps=3))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        alone = run(workers=1)
+    finally:
+        torch.set_num_threads(threads)
+    side_by_side = run(workers=2)
+    assert list(side_by_side.metrics) == names
+    assert repr(side_by_side.metrics) == repr(alone.metrics)  # to the last bit; NaN as NaN
+    assert repr(side_by_side.tuning) == repr(alone.tuning)
+    for name in names:
+        assert torch.equal(side_by_side.rankings[name], alone.rankings[name])
 
 
 @pytest.mark.parametrize("name", ["lightgcn", "graphsage", "sasrec"])
