@@ -241,13 +241,16 @@ def test_content_knn_neighbour_form_passes_weight_to_the_nearest_items_only() ->
     torch.testing.assert_close(one.score(torch.tensor([0]))[0], torch.tensor([1.0, 0, 0.5, 0]))
 
 
-def test_lightgcn_propagation_matches_pygs_in_values_and_gradients() -> None:
+@pytest.mark.parametrize("alpha", [None, torch.tensor([0.4, 0.1, 0.3, 0.2])])
+def test_lightgcn_propagation_matches_pygs_in_values_and_gradients(alpha) -> None:
+    """Unequal layer weights too: a backward that summed the layers in the wrong order would
+    pass with PyG's default, equal ones."""
     torch.manual_seed(0)
     user, item = torch.randint(5, (30,)), torch.randint(5, 12, (30,))
     weight = torch.rand(30) + 0.1
     pairs = torch.unique(torch.stack([user, item]), dim=1)  # one edge per pair, as `confidence`
     weight = weight[: pairs.shape[1]]
-    model = LightGCN(12, 4, num_layers=3, normalize=False)  # PyG: the weights as given
+    model = LightGCN(12, 4, num_layers=3, alpha=alpha, normalize=False)  # the weights as given
     edge_index, edge_weight = gcn_norm(
         torch.cat([pairs, pairs.flip(0)], dim=1), weight.repeat(2), 12, add_self_loops=False
     )

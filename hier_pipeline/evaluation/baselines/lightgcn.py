@@ -25,32 +25,42 @@ from hier_pipeline.evaluation.baselines.recommender import (
 )
 
 
-class _SymmetricProduct(torch.autograd.Function):
-    """adjacency @ x for a symmetric sparse adjacency, whose gradient is adjacency @ grad: the
-    same product, where autograd's would transpose the CSR matrix at every backward pass."""
+class _Propagation(torch.autograd.Function):
+    """sum_l alpha_l A^l x for a symmetric sparse A, with a backward written out: by symmetry
+    the gradient is sum_l alpha_l A^l g, which Horner's rule gives in as many products
+    (h = alpha_L g; h = A h + alpha_l g, l = L-1 .. 0). Autograd's graph of the same sum
+    allocated, scaled and summed a [N, dim] tensor per layer in both passes: half of a Complete
+    Journey step beside the sparse products themselves (profiled, `bench_lightgcn.py`)."""
 
     @staticmethod
-    def forward(ctx: Any, adjacency: Tensor, x: Tensor) -> Tensor:
-        ctx.adjacency = adjacency
-        return adjacency @ x
+    def forward(ctx: Any, adjacency: Tensor, x: Tensor, alpha: list[float]) -> Tensor:
+        ctx.adjacency, ctx.alpha = adjacency, alpha
+        out = x * alpha[0]
+        layer = x
+        for weight in alpha[1:]:
+            layer = adjacency @ layer
+            out.add_(layer, alpha=weight)
+        return out
 
     @staticmethod
-    def backward(ctx: Any, grad: Tensor) -> tuple[None, Tensor]:
-        return None, ctx.adjacency @ grad
+    def backward(ctx: Any, grad: Tensor) -> tuple[None, Tensor, None]:
+        alpha = ctx.alpha
+        h = grad * alpha[-1]
+        for weight in reversed(alpha[:-1]):
+            h = ctx.adjacency @ h
+            h.add_(grad, alpha=weight)
+        return None, h, None
 
 
 def propagate(model: LightGCN, adjacency: Tensor) -> Tensor:
     """`model.get_embedding`'s layer-weighted sum over a symmetric CSR adjacency: one sparse-dense
-    product per layer and per backward pass. On Complete Journey's 665k pairs a BPR step takes
-    0.11 s on 2 threads where PyG's message passing (one message per edge) takes 1.6 s
-    (`benchmarks/bench_lightgcn.py`).
+    product per layer and per backward pass (`_Propagation`). On Complete Journey's 665k pairs a
+    BPR step takes 0.11 s on 2 threads where PyG's message passing (one message per edge) takes
+    1.6 s (`benchmarks/bench_lightgcn.py`).
 
     Shapes: adjacency [N, N] sparse CSR, symmetric -> [N, dim]."""
-    x = model.embedding.weight
-    out = x * model.alpha[0]
-    for layer in range(model.num_layers):
-        x = _SymmetricProduct.apply(adjacency, x)
-        out = out + x * model.alpha[layer + 1]
+    alpha = model.alpha.tolist()
+    out: Tensor = _Propagation.apply(adjacency, model.embedding.weight, alpha)
     return out
 
 
