@@ -4,6 +4,7 @@ towards 0 where few users back it (Koren 2008), plus the user's own items (buy a
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import torch
@@ -78,13 +79,15 @@ class Neighbours:
         keep = self.rank < neighbours
         rowptr = torch.zeros(num_items + 1, dtype=torch.long)
         torch.cumsum(torch.bincount(self.item[keep], minlength=num_items), 0, out=rowptr[1:])
-        return torch.sparse_csr_tensor(
-            rowptr,
-            self.other[keep],
-            self.similarity[keep],
-            (num_items,) * 2,
-            check_invariants=False,  # sorted by construction (class doc)
-        )
+        with warnings.catch_warnings():  # torch's notice that CSR is "in beta", once a process
+            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+            return torch.sparse_csr_tensor(
+                rowptr,
+                self.other[keep],
+                self.similarity[keep],
+                (num_items,) * 2,
+                check_invariants=False,  # sorted by construction (class doc)
+            )
 
 
 class ItemKNN:

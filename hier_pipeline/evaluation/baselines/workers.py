@@ -26,10 +26,10 @@ R = TypeVar("R")
 def forked_map(job: Callable[[T], R], items: Sequence[T], workers: int) -> Iterator[tuple[int, R]]:
     """(index, job(item)) for every item, as each finishes, in up to `workers` forked processes
     of one torch thread each (module doc); items start in the order given, so put the longest
-    first. With one worker (or one item) the jobs run here, in order, on this process's threads.
-    A job's exception is raised here, and so is a worker's death (killed for memory, say),
-    naming its item."""
-    if workers <= 1 or len(items) <= 1:
+    first. With one worker, one item or no fork (Windows) the jobs run here, in order, on this
+    process's threads. A job's exception is raised here, and so is a worker's death (killed for
+    memory, say), naming its item."""
+    if workers <= 1 or len(items) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for index, item in enumerate(items):
             yield index, job(item)
         return
