@@ -12,6 +12,8 @@ items keep coming from the unweighted history, so every profile is judged the sa
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -35,11 +37,20 @@ def sparse(rows: Tensor, cols: Tensor, values: Tensor, shape: tuple[int, int]) -
     return torch.sparse_coo_tensor(indices, values, shape, check_invariants=False).coalesce()
 
 
-def sparse_product(left: Tensor, right: Tensor) -> Tensor:
-    """left @ right for sparse operands (only pairs that share an index cost anything), without
-    torch's warning that sparse x sparse runs through its beta CSR kernels."""
+@contextmanager
+def quiet_csr() -> Iterator[None]:
+    """Without torch's notices that sparse CSR support is "in beta" and that invariant checks
+    are off: printed once a process, so once per baseline worker (`workers.py`)."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        warnings.filterwarnings("ignore", "Sparse invariant checks are implicitly disabled")
+        yield
+
+
+def sparse_product(left: Tensor, right: Tensor) -> Tensor:
+    """left @ right for sparse operands (only pairs that share an index cost anything), through
+    torch's beta CSR kernels (`quiet_csr`)."""
+    with quiet_csr():
         return left @ right
 
 

@@ -4,7 +4,6 @@ towards 0 where few users back it (Koren 2008), plus the user's own items (buy a
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import torch
@@ -14,6 +13,7 @@ from hier_pipeline.evaluation.baselines.interactions import (
     Interactions,
     PairMatrix,
     csr_entries,
+    quiet_csr,
     sparse,
     sparse_product,
 )
@@ -79,8 +79,7 @@ class Neighbours:
         keep = self.rank < neighbours
         rowptr = torch.zeros(num_items + 1, dtype=torch.long)
         torch.cumsum(torch.bincount(self.item[keep], minlength=num_items), 0, out=rowptr[1:])
-        with warnings.catch_warnings():  # torch's notice that CSR is "in beta", once a process
-            warnings.filterwarnings("ignore", "Sparse CSR tensor support is in beta")
+        with quiet_csr():
             return torch.sparse_csr_tensor(
                 rowptr,
                 self.other[keep],
