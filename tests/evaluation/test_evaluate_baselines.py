@@ -20,6 +20,7 @@ from hier_pipeline.evaluation.baselines import (
     warm_window,
 )
 from hier_pipeline.evaluation.baselines.evaluate import BASELINE_WORKERS, EASE_MAX_ITEMS, Context
+from hier_pipeline.evaluation.baselines.graphsage import HeteroSAGE
 from hier_pipeline.evaluation.baselines.profiles import STAGE_RATIOS
 from hier_pipeline.ranking.window import target_window
 
@@ -172,6 +173,24 @@ def test_graphsage_repeat_weight_adds_own_items_on_the_fit_it_shares(synthetic_p
     torch.testing.assert_close(scores, base + 4.0 * base.std(dim=1, keepdim=True) * own)
     best = buy_again.score(users).argmax(dim=1, keepdim=True)
     assert (own.gather(1, best) > 0).all()  # a heavy weight ranks the user's own items first
+
+
+def test_graphsage_updates_its_embedding_tables_sparsely(synthetic_pipeline) -> None:
+    """The tables a step reads a few rows of (item identities, hashed categories) take sparse
+    gradients and `SparseAdam`; every other parameter dense Adam; none both, none left out."""
+    graph, content, _ = synthetic_pipeline
+    recommender = GraphSAGERecommender(graph, content, dim=16)
+    meta = graph.metadata
+    model = HeteroSAGE(recommender.data, content, meta.hash_buckets, 16, 1, (meta.item_type, 0.5))
+    sparse_adam, adam = model.optimizers(1e-3)
+    assert isinstance(sparse_adam, torch.optim.SparseAdam)
+    tables = [model.identities, model.inputs.categories]
+    assert all(table is not None and table.sparse for table in tables)
+    in_sparse = {id(p) for group in sparse_adam.param_groups for p in group["params"]}
+    in_dense = {id(p) for group in adam.param_groups for p in group["params"]}
+    assert {id(table.weight) for table in tables if table is not None} <= in_sparse
+    assert not in_sparse & in_dense
+    assert in_sparse | in_dense == {id(p) for p in model.parameters()}
 
 
 def test_graphsage_is_deterministic_under_a_seed(synthetic_pipeline) -> None:

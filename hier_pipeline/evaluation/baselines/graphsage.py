@@ -73,6 +73,23 @@ class HeteroSAGE(nn.Module):
         )
         self.norms = nn.ModuleList(nn.LayerNorm(dim) for _ in range(layers))
         self.head = nn.Linear(dim, dim)
+        # A step reads a few hundred rows of the embedding tables (the item identities, 92k rows
+        # on Complete Journey, and the 65k hashed categories): sparse gradients (`optimizers`).
+        for table in self.modules():
+            if isinstance(table, nn.Embedding):
+                table.sparse = True
+
+    def optimizers(self, learning_rate: float) -> list[torch.optim.Optimizer]:
+        """`SparseAdam` for the embedding tables, which updates the rows a step read and their
+        moments, and Adam for the rest. Dense Adam wrote every row and both moments each step:
+        0.11-0.13 s a step against 0.067 on one thread (Complete Journey)."""
+        tables = [m.weight for m in self.modules() if isinstance(m, nn.Embedding)]
+        in_tables = {id(weight) for weight in tables}
+        layers = [p for p in self.parameters() if id(p) not in in_tables]
+        return [
+            torch.optim.SparseAdam(tables, lr=learning_rate),
+            torch.optim.Adam(layers, lr=learning_rate, fused=True),
+        ]
 
     def forward(
         self, sampled: SampledSubgraph, inputs: Mapping[str, Mapping[str, Tensor]]
@@ -187,7 +204,7 @@ class GraphSAGERecommender:
         meta = self.metadata
         log_q = (history.popularity() / history.weight.sum()).log()
 
-        def start() -> tuple[HeteroSAGE, torch.optim.Optimizer, torch.Generator]:
+        def start() -> tuple[HeteroSAGE, list[torch.optim.Optimizer], torch.Generator]:
             torch.manual_seed(self.seed)
             generator = torch.Generator().manual_seed(self.seed)
             model = HeteroSAGE(
@@ -198,11 +215,10 @@ class GraphSAGERecommender:
                 self.layers,
                 (meta.item_type, self.identity_dropout),
             )
-            optimizer = torch.optim.Adam(model.parameters(), lr=self.learning_rate, fused=True)
-            return model, optimizer, generator
+            return model, model.optimizers(self.learning_rate), generator
 
-        def step(state: tuple[HeteroSAGE, torch.optim.Optimizer, torch.Generator]) -> None:
-            self.model, optimizer, generator = state  # `_embed` reads `self.model`
+        def step(state: tuple[HeteroSAGE, list[torch.optim.Optimizer], torch.Generator]) -> None:
+            self.model, optimizers, generator = state  # `_embed` reads `self.model`
             self.model.train()  # a fit continued was left in eval mode
             event = torch.multinomial(history.weight, self.batch_size, True, generator=generator)
             item, when = history.item[event], history.time[event]
@@ -214,8 +230,9 @@ class GraphSAGERecommender:
                 logits.masked_fill(same_item, -torch.inf), torch.arange(len(item))
             )
             loss.backward()
-            optimizer.step()
-            optimizer.zero_grad()  # no gradients held between steps (`Fits` keeps the fit)
+            for optimizer in optimizers:
+                optimizer.step()
+                optimizer.zero_grad()  # no gradients held between steps (`Fits` keeps the fit)
 
         fits = self.memo.get("graphsage_fits", history.lineage[:1], Fits)
         setting = (self.temperature, self.dim, self.layers, self.batch_size, self.learning_rate)
