@@ -145,8 +145,8 @@ def interest_tokens(
     """A Bag-of-Meaning for every user, advertiser and item, descending the tree
     (`L0:07 L1:07.3 L2:07.3.12`): an item is its code, one token per level; a user holds the
     top-k primitives per level of the items they engaged with, weighted by funnel stage and
-    recency (by embedding without events); an advertiser its top-k primitives per level by
-    embedding, with softmax weights. And the vocabulary: per
+    recency (by embedding without events); an advertiser the same over the events on its
+    products, else its catalogue's codes. And the vocabulary: per
     token its parent, size, a label of the words that set its items apart (c-TF-IDF over the item
     text) and the items nearest its centroid. `hier interests ...` queries these files."""
     from hier_pipeline.interests.build import build_interest_tokens

@@ -1,8 +1,9 @@
 """One batch through the incremental path: validate it on top of the batches accepted since the
 full load, embed its content, build the graph of their rows (apart from the dataset's), embed the
 batch's entities inductively with the current model from the neighbourhoods it draws over both,
-and give them bags from the current tree: a new product its code from its content and embedding
-(the tree's finest codebook), users and advertisers their nearest primitives by embedding.
+and give them bags from the current tree as a full run would (`bags.py`): a new product its code
+from its content and embedding (the tree's finest codebook), a user from the items they engaged
+with, an advertiser from the events on its products or else from its catalogue.
 
 The entities that the batch's rows point at, the dataset's or an earlier batch's (the users whose
 events are in it, yesterday's products that got their first purchases today), are embedded again
@@ -16,7 +17,6 @@ retrieval API answers for the new entities, and with the refreshed ones, at once
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.neighbourhood import recent_neighbourhood
 from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.incremental.accumulated import accept_batch, accumulated_batches
+from hier_pipeline.incremental.bags import arrival_bags
 from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_content
 from hier_pipeline.interests.arrivals import (
     BatchTokens,
@@ -40,8 +41,7 @@ from hier_pipeline.interests.arrivals import (
 )
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
 from hier_pipeline.interests.entities import keys_of_rows
-from hier_pipeline.interests.hierarchy import InterestHierarchy
-from hier_pipeline.interests.tokens import TokenBags, TokenConfig, assign_tokens, code_bags
+from hier_pipeline.interests.tokens import TokenConfig
 from hier_pipeline.model.artifact import load_model, load_sampling
 from hier_pipeline.model.embeddings import role_types
 from hier_pipeline.model.factory import GraphEncoder
@@ -160,13 +160,7 @@ class _Run:
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
         config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
-        item = current.graph.metadata.item_type
-        bags = {
-            t: _item_bags(tree, config, v, seeds[t], content.get(t))
-            if t == item
-            else assign_tokens(v, tree, config)
-            for t, v in vectors.items()
-        }
+        bags = arrival_bags(tree, config, current.graph, batch, seeds, vectors, content)
         keys = {t: _keys(spec, current, batch, database, t, nodes) for t, nodes in seeds.items()}
         path = save_batch_tokens(
             BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),
@@ -184,25 +178,6 @@ class _Run:
             path,
             self.seconds,
         )
-
-
-def _item_bags(
-    tree: InterestHierarchy,
-    config: TokenConfig,
-    vectors: Tensor,
-    nodes: Tensor,
-    content: Mapping[str, Tensor] | None,
-) -> TokenBags:
-    """Items are their codes, as the tree's own are: an item of the tree keeps its code, one that
-    arrived after the tree grew gets its code from its content and its embedding through the
-    tree's finest codebook (`InterestHierarchy.item_codes`). Shapes: vectors [N, d], nodes [N]."""
-    known = nodes < len(tree.members)
-    codes = torch.empty(len(nodes), tree.levels, dtype=torch.long)
-    codes[known] = tree.members[nodes[known]]
-    later = nodes[~known]
-    rows = None if content is None else {k: v[later] for k, v in content.items()}
-    codes[~known] = tree.item_codes(vectors[~known], rows)
-    return code_bags(codes, config.top_k)
 
 
 def _keys(

@@ -80,7 +80,8 @@ def build_interest_tokens(
     graph: RelationalGraph | None = None,
 ) -> TokensArtifact:
     """Bags for every embedded entity (`entity_bags`: users from every funnel event of `graph`,
-    advertisers from the events on their products; without it, by embedding), and the vocabulary: labels from the item table in the warehouse
+    advertisers from the events on their products or else their catalogue; without `graph`, by
+    embedding), and the vocabulary: labels from the item table in the warehouse
     (categorical values most items share, then distinctive words), examples keyed by the items'
     primary keys."""
     tree = hierarchy.load()

@@ -9,7 +9,9 @@ over a view and last week over last season. A user without events is placed by e
 An advertiser's bag is the same sum over the events on its products (`owned_events`): the
 interests its catalogue serves as people engage with it, weighted by what they buy and lately,
 where its embedding (one point of its text and neighbourhood) places a shop of sofas and coffee
-makers between the two. An advertiser without such events is placed by embedding.
+makers between the two. An advertiser without such events is placed by its catalogue, each of
+its products alike (`catalogue_events`: a new product has its code from its content), and one
+without products by embedding.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Mapping
 import torch
 from torch import Tensor
 
-from hier_pipeline.interests.events import FunnelEvents, owned_events
+from hier_pipeline.interests.events import FunnelEvents, catalogue_events, owned_events
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import (
     TokenBags,
@@ -46,10 +48,12 @@ def engaged_tokens(
     hierarchy: InterestHierarchy,
     config: TokenConfig,
     as_of: int,
+    fallback: TokenBags | None = None,
 ) -> TokenBags:
     """The bag of every row of `vectors` from its `events` (their `users` index the rows, their
     `items` index `codes`, the items' primitives per level), weights proportional to the summed
-    event weights per level; rows without an event before `as_of` get `assign_tokens`' bag.
+    event weights per level; rows without an event before `as_of` get their row of `fallback`
+    (default: `assign_tokens`' bag by embedding).
 
     Shapes: vectors [N, d], codes [items, L] -> TokenBags of N rows.
     """
@@ -74,10 +78,35 @@ def engaged_tokens(
     bags = bags_by(scores, weigh, len(vectors), hierarchy, config.top_k)
     silent = torch.bincount(users, minlength=len(vectors)) == 0
     if silent.any():
-        fallback = assign_tokens(vectors[silent], hierarchy, config)
-        bags.path[silent], bags.tokens[silent] = fallback.path, fallback.tokens
-        bags.weights[silent] = fallback.weights
+        if fallback is None:
+            placed = assign_tokens(vectors[silent], hierarchy, config)
+        else:
+            placed = TokenBags(
+                fallback.path[silent], fallback.tokens[silent], fallback.weights[silent]
+            )
+        bags.path[silent], bags.tokens[silent] = placed.path, placed.tokens
+        bags.weights[silent] = placed.weights
     return bags
+
+
+def owner_tokens(
+    vectors: Tensor,
+    events: FunnelEvents,
+    owner: Tensor,
+    codes: Tensor,
+    hierarchy: InterestHierarchy,
+    config: TokenConfig,
+    as_of: int,
+) -> TokenBags:
+    """The bags of the owners of items (advertisers): from the events on their items, else from
+    their catalogue, else by embedding (module doc). `events.users` are users, `owner` maps
+    each item (a row of `codes`) to its owner's row of `vectors`, -1 for none.
+    Shapes: vectors [N, d], owner [items], codes [items, L] -> TokenBags of N rows."""
+    catalogue = engaged_tokens(
+        vectors, catalogue_events(owner, as_of), codes, hierarchy, config, as_of
+    )
+    mine = owned_events(events, owner)
+    return engaged_tokens(vectors, mine, codes, hierarchy, config, as_of, catalogue)
 
 
 def entity_bags(
@@ -91,16 +120,19 @@ def entity_bags(
 ) -> dict[str, TokenBags]:
     """Every entity type's bags: the tree's items are their codes, users are placed by their
     events before `as_of` (`engaged_tokens`), an entity type of `owners` (node type -> each
-    item's owner row, `item_owners`) by the events on its items, others by their embeddings.
-    `roles`: "user" / "item" -> node type."""
+    item's owner row, `item_owners`) by the events on its items or else its catalogue
+    (`owner_tokens`), others by their embeddings. `roles`: "user" / "item" -> node type."""
     bags, owners = {}, owners or {}
     for node_type, rows in vectors.items():
         if node_type == roles["item"]:
             bags[node_type] = code_bags(hierarchy.members, config.top_k)
-        elif node_type == roles["user"] or node_type in owners:
-            mine = events if node_type == roles["user"] else owned_events(events, owners[node_type])
+        elif node_type == roles["user"]:
             bags[node_type] = engaged_tokens(
-                rows, mine, hierarchy.members, hierarchy, config, as_of
+                rows, events, hierarchy.members, hierarchy, config, as_of
+            )
+        elif node_type in owners:
+            bags[node_type] = owner_tokens(
+                rows, events, owners[node_type], hierarchy.members, hierarchy, config, as_of
             )
         else:
             bags[node_type] = assign_tokens(rows, hierarchy, config)

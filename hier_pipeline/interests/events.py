@@ -10,7 +10,13 @@ import torch
 from torch import Tensor
 
 if TYPE_CHECKING:  # the graph package pulls in PyG; queries that load a SuperGraph do not need it
+    from torch_geometric.data import HeteroData
+    from torch_geometric.data.storage import EdgeStorage
+
     from hier_pipeline.graph.build import RelationalGraph
+
+
+FIELDS = ("users", "items", "stage", "time")
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,13 @@ class FunnelEvents:
 
     def __len__(self) -> int:
         return len(self.users)
+
+    @staticmethod
+    def concat(parts: list[FunnelEvents]) -> FunnelEvents:
+        """The events of `parts`, one after another."""
+        return FunnelEvents(
+            *(torch.cat([getattr(part, name) for part in parts]) for name in FIELDS)
+        )
 
     def where(self, keep: Tensor) -> FunnelEvents:
         """The events where `keep` holds. Shapes: keep [E] bool."""
@@ -41,7 +54,11 @@ class FunnelEvents:
 def funnel_events(graph: RelationalGraph, before: int | None = None) -> FunnelEvents:
     """Every positive funnel event of the `engaged` edges (no "not interested"), strictly before
     `before` if given."""
-    engaged = graph.data[graph.metadata.engaged]
+    return engaged_events(graph.data[graph.metadata.engaged], before)
+
+
+def engaged_events(engaged: EdgeStorage, before: int | None = None) -> FunnelEvents:
+    """`funnel_events` of one store of `engaged` edges: the graph's, or an arrival batch's."""
     keep = (engaged.edge_stage >= 0) & ~engaged.edge_negative
     if before is not None:
         keep &= engaged.edge_time < before
@@ -58,16 +75,25 @@ def item_owners(graph: RelationalGraph, owner_type: str) -> Tensor | None:
     advertiser; -1 where the key is null), or None where the item table has no such key (with
     several, the first by name). Shapes: -> [items]."""
     item = graph.metadata.item_type
+    return parent_rows(graph.data, item, owner_type, int(graph.data[item].num_nodes))
+
+
+def parent_rows(
+    data: HeteroData, child: str, parent: str, children: int, first: int = 0
+) -> Tensor | None:
+    """`item_owners` of `data`'s child nodes `first` ... `first + children - 1` (an arrival
+    batch's rows hold the graph's indices from its first node on), or None without such a key.
+    Shapes: -> [children]."""
     keys = sorted(
         edge
-        for edge in graph.data.edge_types
-        if edge[0] == item and edge[2] == owner_type and not edge[1].startswith("rev_")
+        for edge in data.edge_types
+        if edge[0] == child and edge[2] == parent and not edge[1].startswith("rev_")
     )
     if not keys:
         return None
-    child, parent = graph.data[keys[0]].edge_index
-    owner = torch.full((graph.data[item].num_nodes,), -1, dtype=torch.long)
-    owner[child] = parent
+    of_child, of_parent = data[keys[0]].edge_index
+    owner = torch.full((children,), -1, dtype=torch.long)
+    owner[of_child - first] = of_parent
     return owner
 
 
@@ -77,6 +103,21 @@ def owned_events(events: FunnelEvents, owner: Tensor) -> FunnelEvents:
     by = owner[events.items]
     kept = events.where(by >= 0)
     return replace(kept, users=by[by >= 0])
+
+
+def catalogue_events(owner: Tensor, as_of: int) -> FunnelEvents:
+    """An owner's catalogue as events: one per owned item, of the shallowest stage, just before
+    `as_of`, so each item weighs alike. An advertiser nobody engaged with yet (a new one, its
+    products new too) is placed by the codes of what it sells, which a new product has from its
+    content, rather than by one point of its embedding. Items without an owner (-1) are left
+    out. Shapes: owner [items] (`item_owners`)."""
+    items = torch.nonzero(owner >= 0).flatten()
+    return FunnelEvents(
+        owner[items],
+        items,
+        torch.zeros_like(items),
+        torch.full_like(items, as_of - 1),
+    )
 
 
 def no_events() -> FunnelEvents:

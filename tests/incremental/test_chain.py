@@ -13,11 +13,17 @@ import torch
 
 from hier_pipeline.dataset import DatasetSpec, load_dataset, parse_dataset
 from hier_pipeline.dataset.arrivals import incoming_folder, with_batches
+from hier_pipeline.dataset.report import LoadReport
 from hier_pipeline.graph import build_graph
+from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.graph.sampler import TemporalNeighborSampler
 from hier_pipeline.incremental.update import BatchUpdate, update_batch
+from hier_pipeline.interests import TokenConfig, assign_tokens
 from hier_pipeline.interests.arrivals import load_batch_tokens
+from hier_pipeline.interests.artifact import load_hierarchy
+from hier_pipeline.interests.engaged import engaged_tokens, owner_tokens
 from hier_pipeline.interests.entities import primary_keys
+from hier_pipeline.interests.events import funnel_events, item_owners
 from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.model.artifact import load_model, load_sampling
 from hier_pipeline.model.infer import embed_nodes
@@ -45,6 +51,22 @@ def only_batches_up_to(spec: DatasetSpec, last: str) -> DatasetSpec:
             name: replace(t, batch_files=tuple(p for p in t.batch_files if p.parent.name <= last))
             for name, t in everything.tables.items()
         },
+    )
+
+
+def rebuilt(
+    spec: DatasetSpec, base: Base, last: str, folder: Path
+) -> tuple[DatasetSpec, LoadReport, RelationalGraph]:
+    """A full rebuild of the dataset plus the batches up to `last`: `load_dataset`, and
+    `build_graph` with the serving graph's feature statistics (a refit would move every
+    normalised column by the batches' share, which no incremental path reproduces)."""
+    prefix = only_batches_up_to(spec, last)
+    raw = load_dataset(prefix, folder / f"{last}.duckdb")
+    assert sum(t.quarantined for t in raw.tables.values()) == 0
+    return (
+        prefix,
+        raw,
+        build_graph(prefix, raw.database, statistics=base.graph.metadata.feature_statistics),
     )
 
 
@@ -114,10 +136,7 @@ def test_served_vectors_equal_the_model_over_a_full_rebuild_of_each_prefix(
     spec, served, work, updates = chain
     batches = {b.batch: b for b in load_batch_tokens(served, base.tokens.load().hierarchy)}
     for update in updates:
-        prefix = only_batches_up_to(spec, update.batch)
-        raw = load_dataset(prefix, tmp_path / f"{update.batch}.duckdb")
-        assert sum(t.quarantined for t in raw.tables.values()) == 0
-        full = build_graph(prefix, raw.database, statistics=base.graph.metadata.feature_statistics)
+        prefix, raw, full = rebuilt(spec, base, update.batch, tmp_path)
         added = torch.load(work / f"{update.batch}_content.pt", weights_only=True)
         content = {
             t: {k: torch.cat([v, added[t][k]]) for k, v in c.items()} if t in added else c
@@ -170,3 +189,55 @@ def test_batches_not_served_under_the_current_tree_are_served_with_the_next(
     assert set(served_now.keys["products"]) >= set(new)
     for node_type, keys in served_now.keys.items():
         assert len(keys) == len(set(keys)), node_type  # embedded once each
+
+
+def test_served_bags_place_users_by_events_and_advertisers_by_catalogue_as_a_full_run_would(
+    chain: tuple[DatasetSpec, Path, Path, list[BatchUpdate]], base: Base, tmp_path: Path
+) -> None:
+    """Each batch's users and advertisers get the bags a full run's placement gives them over a
+    full rebuild of the dataset plus the batches so far (`engaged_tokens`, `owner_tokens`), from
+    the same vectors and tree, on the items whose codes the batch knows (the tree's and its own:
+    `incremental/bags.py`). Batch 1's new advertisers have no events yet: placed by their
+    catalogue, whose codes came from the new products' content; batch 2's users by the events
+    they brought."""
+    spec, served, _, _ = chain
+    tokens = base.tokens.load()
+    tree = load_hierarchy(tokens.hierarchy)
+    config = TokenConfig(top_k=tokens.bags["users"].tokens.shape[2])
+    code_of = dict(zip(tokens.keys["products"], tree.members, strict=True))
+    checked = {"users": 0, "advertisers": 0}
+    for batch in load_batch_tokens(served, tokens.hierarchy):
+        code_of.update(zip(batch.keys["products"], batch.bags["products"].path, strict=True))
+        known = set(tokens.keys["products"]) | set(batch.keys["products"])
+        _, raw, full = rebuilt(spec, base, batch.batch, tmp_path)
+        keys = primary_keys(raw.database, spec, ["users", "advertisers", "products"])
+        codes = torch.stack([code_of[k] for k in keys["products"]])
+        events = funnel_events(full)
+        as_of = int(events.time.max()) + 1
+        events = events.where(torch.tensor([k in known for k in keys["products"]])[events.items])
+        for node_type in ("users", "advertisers"):
+            if node_type not in batch.keys:
+                continue
+            node_of = {k: i for i, k in enumerate(keys[node_type])}
+            nodes = torch.tensor([node_of[k] for k in batch.keys[node_type]])
+            vectors = batch.vectors[node_type]
+            if node_type == "users":
+                mine = events.of_users(nodes)
+                expected = engaged_tokens(vectors, mine, codes, tree, config, as_of)
+            else:
+                position = torch.full((len(node_of),), -1)
+                position[nodes] = torch.arange(len(nodes))
+                owner = item_owners(full, "advertisers")
+                assert owner is not None
+                owner = position[owner].masked_fill(
+                    ~torch.tensor([k in known for k in keys["products"]]), -1
+                )
+                expected = owner_tokens(vectors, events, owner, codes, tree, config, as_of)
+            got = batch.bags[node_type]
+            assert torch.equal(got.tokens, expected.tokens), (batch.batch, node_type)
+            torch.testing.assert_close(got.weights, expected.weights)
+            checked[node_type] += len(nodes)
+    assert checked["users"] > 0 and checked["advertisers"] > 0
+    (first,) = [b for b in load_batch_tokens(served, tokens.hierarchy) if b.batch == CHAIN[0]]
+    by_embedding = assign_tokens(first.vectors["advertisers"], tree, config)
+    assert not torch.equal(first.bags["advertisers"].tokens, by_embedding.tokens)
