@@ -4,11 +4,11 @@ tree's finest codebook), a user by the codes of the items they engaged with, an 
 the events on its products or else by its catalogue (`interests/engaged.py`), anything else by
 its embedding.
 
-The events and catalogues are the dataset's and the batches' together, on the items whose codes
-this batch knows: the tree's own and the ones it embeds (its new items and the earlier ones its
-rows point at). An item of an earlier batch that this one does not touch is left out: its code
-is in that batch's file, not here. So a user whose only events are on such items is placed by
-embedding until the next full run.
+The events and catalogues are the dataset's and the batches' together, each item under its
+code: the tree's own, the ones this batch embeds (its new items and the earlier ones its rows
+point at), and the codes earlier batches served for their items under the same tree. An item
+no batch served under it (a batch that came before the release of the tree and is not caught
+up) is left out.
 """
 
 from __future__ import annotations
@@ -41,12 +41,17 @@ def arrival_bags(
     seeds: Mapping[str, Tensor],
     vectors: Mapping[str, Tensor],
     content: Mapping[str, Mapping[str, Tensor]],
+    served_items: tuple[Tensor, Tensor] | None = None,
 ) -> dict[str, TokenBags]:
     """The bags of the embedded `seeds` (node type -> nodes of the graph extended by the
-    batches), in their order (module doc). Shapes: seeds[t] [N_t], vectors[t] [N_t, d]."""
+    batches), in their order (module doc); `served_items`: earlier batches' items this one does
+    not embed, with the codes served for them. Shapes: seeds[t] [N_t], vectors[t] [N_t, d],
+    served_items ([M], [M, L])."""
     meta = graph.metadata
     item = meta.item_type
     codes = _item_codes(tree, graph, batch, seeds.get(item), vectors.get(item), content.get(item))
+    if served_items is not None:
+        codes[served_items[0]] = served_items[1]
     events = _events(graph, batch)
     events = events.where(codes[events.items, 0] != UNKNOWN)
     as_of = int(events.time.max()) + 1 if len(events) else 0

@@ -36,6 +36,7 @@ from hier_pipeline.incremental.extend import BatchRows, batch_rows, extend_conte
 from hier_pipeline.interests.arrivals import (
     BatchTokens,
     fingerprint,
+    load_batch_tokens,
     save_batch_tokens,
     served_batches,
 )
@@ -160,7 +161,10 @@ class _Run:
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
         config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
-        bags = arrival_bags(tree, config, current.graph, batch, seeds, vectors, content)
+        served_items = self._served_items(batch, database, seeds)
+        bags = arrival_bags(
+            tree, config, current.graph, batch, seeds, vectors, content, served_items
+        )
         keys = {t: _keys(spec, current, batch, database, t, nodes) for t, nodes in seeds.items()}
         path = save_batch_tokens(
             BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),
@@ -177,6 +181,26 @@ class _Run:
             keys,
             path,
             self.seconds,
+        )
+
+    def _served_items(
+        self, batch: BatchRows, database: Path, seeds: dict[str, Tensor]
+    ) -> tuple[Tensor, Tensor]:
+        """The earlier batches' items that this one does not embed, with the codes their
+        batches served them under the current tree: (nodes [M], codes [M, L])."""
+        current, item = self.current, self.current.graph.metadata.item_type
+        nodes = batch.nodes_from(batch.first).get(item, torch.zeros(0, dtype=torch.int64))
+        nodes = nodes[~torch.isin(nodes, seeds.get(item, nodes[:0]))]
+        code_of: dict[str, Tensor] = {}
+        for served in load_batch_tokens(current.folder, current.tokens.hierarchy):
+            if item in served.keys:  # a later batch's code of an item replaces an earlier one's
+                code_of.update(zip(served.keys[item], served.bags[item].path, strict=True))
+        keys = _keys(self.spec, current, batch, database, item, nodes) if len(nodes) else []
+        found = [i for i, key in enumerate(keys) if key in code_of]
+        codes = [code_of[keys[i]] for i in found]
+        levels = next(iter(current.tokens.bags.values())).path.shape[1]
+        return nodes[found], torch.stack(codes) if codes else torch.zeros(
+            0, levels, dtype=torch.long
         )
 
 

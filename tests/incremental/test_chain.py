@@ -196,10 +196,10 @@ def test_served_bags_place_users_by_events_and_advertisers_by_catalogue_as_a_ful
 ) -> None:
     """Each batch's users and advertisers get the bags a full run's placement gives them over a
     full rebuild of the dataset plus the batches so far (`engaged_tokens`, `owner_tokens`), from
-    the same vectors and tree, on the items whose codes the batch knows (the tree's and its own:
-    `incremental/bags.py`). Batch 1's new advertisers have no events yet: placed by their
-    catalogue, whose codes came from the new products' content; batch 2's users by the events
-    they brought."""
+    the same vectors and tree, every item under the code it is served with (batch 3's users
+    included, whose batch-2 events are on batch 1's products, which batch 3 does not embed).
+    Batch 1's new advertisers have no events yet: placed by their catalogue, whose codes came
+    from the new products' content; batch 2's users by the events they brought."""
     spec, served, _, _ = chain
     tokens = base.tokens.load()
     tree = load_hierarchy(tokens.hierarchy)
@@ -208,13 +208,11 @@ def test_served_bags_place_users_by_events_and_advertisers_by_catalogue_as_a_ful
     checked = {"users": 0, "advertisers": 0}
     for batch in load_batch_tokens(served, tokens.hierarchy):
         code_of.update(zip(batch.keys["products"], batch.bags["products"].path, strict=True))
-        known = set(tokens.keys["products"]) | set(batch.keys["products"])
         _, raw, full = rebuilt(spec, base, batch.batch, tmp_path)
         keys = primary_keys(raw.database, spec, ["users", "advertisers", "products"])
         codes = torch.stack([code_of[k] for k in keys["products"]])
         events = funnel_events(full)
         as_of = int(events.time.max()) + 1
-        events = events.where(torch.tensor([k in known for k in keys["products"]])[events.items])
         for node_type in ("users", "advertisers"):
             if node_type not in batch.keys:
                 continue
@@ -229,9 +227,7 @@ def test_served_bags_place_users_by_events_and_advertisers_by_catalogue_as_a_ful
                 position[nodes] = torch.arange(len(nodes))
                 owner = item_owners(full, "advertisers")
                 assert owner is not None
-                owner = position[owner].masked_fill(
-                    ~torch.tensor([k in known for k in keys["products"]]), -1
-                )
+                owner = position[owner]
                 expected = owner_tokens(vectors, events, owner, codes, tree, config, as_of)
             got = batch.bags[node_type]
             assert torch.equal(got.tokens, expected.tokens), (batch.batch, node_type)
