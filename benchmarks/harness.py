@@ -38,7 +38,9 @@ def _timed(step: Step, folder: str, database: str, threads: int | None, queue: A
     queue.put(result)
 
 
-def measure(step: Step, folder: Path, database: Path, threads: int | None = None) -> dict[str, Any]:
+def measure(
+    step: Step, folder: Path | str, database: Path | str, threads: int | None = None
+) -> dict[str, Any]:
     """`step(folder, database)` in a spawned child, with its wall time, CPU time and peak RSS
     added; `threads` sets torch's intra-op threads there first."""
     context = multiprocessing.get_context("spawn")

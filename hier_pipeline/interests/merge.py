@@ -36,43 +36,73 @@ from hier_pipeline.interests.held_out import HeldOut, first_unless_clearly_beate
 def merge_levels(
     fused: Tensor, finest: Tensor, sizes: tuple[int, ...], events: FunnelEvents | None, share: float
 ) -> Tensor:
-    """Each coarser level by Ward's linkage of the level below's profiles (`profiles`).
+    """Each coarser level by Ward's linkage of the level below's tokens (`similarity`).
     Shapes: fused [N, D], finest [N] -> [N, L] labels, coarse -> fine."""
     labels = [finest]
     for size in reversed(sizes[:-1]):
-        groups = ward_groups(profiles(fused, labels[0], events, share), size)
+        groups = ward_groups(similarity(fused, labels[0], events, share), size)
         labels.insert(0, groups[labels[0]])
     return torch.stack(labels, dim=1)
 
 
-def profiles(fused: Tensor, labels: Tensor, events: FunnelEvents | None, share: float) -> Tensor:
-    """Per token (label), the unit vector its coarser level is clustered on: its co-engagement
-    profile (the users who engaged with its items: square-rooted counts, so a few heavy users do
-    not define an interest; centred on the mean profile, so popularity is not a direction)
-    weighted `share`, its items' mean fused vector weighted 1 - `share`; the latter alone without
-    events. Dense: k x users floats (Complete Journey: 3847 x 2.5k).
-    Shapes: fused [N, D], labels [N] in 0..k-1 -> [k, users + D]."""
+def similarity(fused: Tensor, labels: Tensor, events: FunnelEvents | None, share: float) -> Tensor:
+    """Per pair of tokens (labels), the cosine their coarser level is clustered on: `share` x
+    that of their co-engagement profiles (the users who engaged with a token's items:
+    square-rooted counts, so a few heavy users do not define an interest; centred on the mean
+    profile, so popularity is not a direction) plus 1 - `share` x that of their items' mean
+    fused vectors; the latter alone without events. The profiles are never held whole
+    (`_centred_cosine`): tokens x tokens, which Ward's linkage holds anyway, not tokens x users.
+    Shapes: fused [N, D], labels [N] in 0..k-1 -> [k, k] float64."""
     count = int(labels.max()) + 1
     content = F.normalize(torch.zeros(count, fused.shape[1]).index_add_(0, labels, fused), dim=1)
+    cosine = (content @ content.T).double()
     if events is None or len(events) == 0:
-        return content
-    users = int(events.users.max()) + 1
-    counts = torch.zeros(count, users).index_put_(
-        (labels[events.items], events.users), torch.ones(len(events)), accumulate=True
-    )
-    engaged = F.normalize(counts.sqrt(), dim=1)
-    engaged = F.normalize(engaged - engaged.mean(dim=0), dim=1)
-    return torch.cat([engaged * share**0.5, content * (1 - share) ** 0.5], dim=1)
+        return cosine
+    if share == 0:
+        return cosine
+    engaged = _centred_cosine(labels[events.items], events.users, count)
+    return engaged.mul_(share).add_(cosine, alpha=1 - share)
 
 
-def ward_groups(profiles: Tensor, count: int) -> Tensor:
-    """At most `count` groups of the rows by Ward's linkage (Euclidean between unit rows: cosine).
-    Shapes: profiles [k, D] -> [k] in 0..count'-1."""
+def _centred_cosine(rows: Tensor, columns: Tensor, count: int, block: int = 1 << 24) -> Tensor:
+    """The cosines between the `count` rows of P = E - mean row of E, where E is the row-normalised
+    square root of the (row, column) pair counts, from E's Gram matrix, summed over blocks of
+    columns of `block` cells at most: P P' = E E' - (E m) 1' - 1 (E m)' + m'm. Memory: count^2
+    plus one block, whatever the number of columns (users). Shapes: rows, columns [E] ->
+    [count, count]."""
+    norms = torch.bincount(rows, minlength=count).float().sqrt().clamp_min(1e-12)
+    order = torch.argsort(columns, stable=True)
+    rows, columns = rows[order], columns[order]
+    width = int(columns.max()) + 1
+    step = max(1, block // count)
+    gram = torch.zeros(count, count, dtype=torch.float64)
+    toward_mean = torch.zeros(count, dtype=torch.float64)
+    mean_square = 0.0
+    for start in range(0, width, step):
+        stop = min(start + step, width)
+        lo, hi = torch.searchsorted(columns, torch.tensor([start, stop])).tolist()
+        part = torch.zeros(count, stop - start)
+        part.index_put_((rows[lo:hi], columns[lo:hi] - start), torch.ones(hi - lo), accumulate=True)
+        part = part.sqrt_() / norms[:, None]
+        mean = part.mean(dim=0)
+        gram += (part @ part.T).double()  # float32 products (BLAS), summed in float64
+        toward_mean += (part @ mean).double()
+        mean_square += float(mean.double() @ mean.double())
+    gram.sub_(toward_mean[:, None]).sub_(toward_mean[None, :]).add_(mean_square)
+    length = gram.diagonal().clamp_min(0).sqrt().clamp_min(1e-12)
+    return gram.div_(length[:, None]).div_(length[None, :])
+
+
+def ward_groups(cosine: Tensor, count: int) -> Tensor:
+    """At most `count` groups of the rows by Ward's linkage of their Euclidean distances as unit
+    vectors, sqrt(2 - 2 cos). Shapes: cosine [k, k] -> [k] in 0..count'-1."""
     from scipy.cluster.hierarchy import fcluster, linkage  # here: queries never grow a tree
+    from scipy.spatial.distance import squareform
 
-    if len(profiles) <= count:
-        return torch.arange(len(profiles))
-    tree = linkage(profiles.double().numpy(), method="ward")
+    if len(cosine) <= count:
+        return torch.arange(len(cosine))
+    distance = (2 - 2 * cosine).clamp_min(0).sqrt().fill_diagonal_(0).numpy()
+    tree = linkage(squareform(distance, checks=False), method="ward")
     groups = fcluster(tree, count, criterion="maxclust") - 1
     return torch.as_tensor(groups, dtype=torch.long)
 

@@ -5,11 +5,18 @@ where the events cannot tell."""
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
+from scipy.cluster.hierarchy import fcluster, linkage
 
 from hier_pipeline.interests import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.held_out import HeldOut
-from hier_pipeline.interests.merge import choose_share
+from hier_pipeline.interests.merge import (
+    _centred_cosine,
+    choose_share,
+    similarity,
+    ward_groups,
+)
 from hier_pipeline.interests.quality import level_agreement
 from tests.interests.planted import planted_vectors
 
@@ -93,3 +100,28 @@ def test_without_held_out_events_the_first_share_merges() -> None:
     assert _choice(x, same_time) == (SHARES[0], {})
     tree = build_hierarchy(x, HierarchyConfig(sizes=(GROUPS, FINE), merge_shares=(0.5,)))
     assert tree.merge_share == 0.5
+
+
+def test_the_sparse_profiles_cosines_are_the_dense_profiles_cosines() -> None:
+    """`similarity` never forms the tokens x users profiles; its cosines are theirs: the
+    square-rooted counts row-normalised, centred on the mean row, normalised again, weighted
+    against the content's cosines; and Ward's linkage of them groups as of the dense rows."""
+    x, truth = planted_vectors(branching=(FINE,), per_leaf=PER_FINE)
+    fine = truth[:, 0]
+    events = _world(fine, torch.arange(FINE) % GROUPS, earlier_interests=2)
+    counts = torch.zeros(FINE, int(events.users.max()) + 1, dtype=torch.float64)
+    counts.index_put_(
+        (fine[events.items], events.users), torch.ones(len(events), dtype=torch.float64), True
+    )
+    engaged = F.normalize(counts.sqrt(), dim=1)
+    engaged = F.normalize(engaged - engaged.mean(dim=0), dim=1)
+    content = F.normalize(torch.zeros(FINE, x.shape[1]).index_add_(0, fine, x), dim=1).double()
+    for share in (0.0, 0.5, 1.0):
+        dense = torch.cat([engaged * share**0.5, content * (1 - share) ** 0.5], dim=1)
+        cosine = similarity(x, fine, events, share)
+        torch.testing.assert_close(cosine, dense @ dense.T, atol=1e-6, rtol=1e-5)  # float32 sums
+        of_rows = fcluster(linkage(dense.numpy(), method="ward"), GROUPS, criterion="maxclust")
+        assert torch.equal(ward_groups(cosine, GROUPS), torch.as_tensor(of_rows - 1))
+    # summed over blocks of 7 users, as over one block
+    in_blocks = _centred_cosine(fine[events.items], events.users, FINE, block=7 * FINE)
+    torch.testing.assert_close(in_blocks, engaged @ engaged.T, atol=1e-6, rtol=1e-5)
