@@ -12,12 +12,14 @@ SERVED: the serving folder (`hier where`), WORLD: the generated dataset folder. 
 mean over the batch's new advertisers (and the users it embedded again) of the bag's weight on
 tokens whose planted label (the majority over the tree's items) is one of the entity's own: its
 products' coarse / mid / fine interests, a user's planted fine interests and their parents.
+And the ad-matching query for the batch's held-out purchases (`advertisers_for_buyers`).
 """
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,7 @@ from harness import write_results
 from hier_pipeline.interests.arrivals import load_batch_tokens
 from hier_pipeline.interests.artifact import load_hierarchy, load_tokens
 from hier_pipeline.interests.hierarchy import InterestHierarchy
+from hier_pipeline.interests.index import InterestIndex
 from hier_pipeline.interests.tokens import NO_TOKEN, TokenBags, TokenConfig, assign_tokens
 
 LEVELS = ("coarse_id", "mid_id", "fine_id")  # the planted truth's columns, coarse to fine
@@ -83,8 +86,48 @@ def main() -> int:
         for how in ("served", "by_embedding"):
             figures = " / ".join(f"{p:.3f}" for p in results[node_type][how])
             print(f"{node_type} ({len(picked)}), {how}: {figures}")
+    results["advertisers_for_buyers"] = advertisers_for_buyers(
+        arguments.served, arguments.world, arguments.batch, new, config
+    )
     write_results("arrival_bags", results)
     return 0
+
+
+def advertisers_for_buyers(
+    served: Path, world: Path, name: str, new: set[int], config: TokenConfig
+) -> dict[str, float | int]:
+    """The ad-matching query for the batch's held-out purchases (truth/batches/<batch>/): is the
+    new product's advertiser among the buyer's top 10 advertisers by shared tokens
+    (`InterestIndex.top_advertisers`), among every advertiser served, with the batch's
+    advertisers placed as served or by their embeddings; and by embedding, for reference."""
+    index = InterestIndex.open(served)
+    tokens = load_tokens(served / "tokens.pt")
+    batches = load_batch_tokens(served, tokens.hierarchy)
+    placed = []
+    for batch in batches:
+        bags = dict(batch.bags)
+        if batch.batch == name:
+            bags["advertisers"] = assign_tokens(
+                batch.vectors["advertisers"], index.hierarchy, config
+            )
+        placed.append(replace(batch, bags=bags))
+    by_embedding = InterestIndex(tokens, index.hierarchy, index.labels, placed)
+    bought = pd.read_parquet(world / "truth" / "batches" / name / "purchases.parquet")
+    owners = pd.read_parquet(world / "incoming" / name / "products.parquet")
+    bought = bought.merge(owners[["product_id", "advertiser_id"]], on="product_id")
+    bought = bought[bought.advertiser_id.isin(new)].drop_duplicates(["user_id", "advertiser_id"])
+    found = {"tokens, served": 0, "tokens, by embedding": 0, "embedding": 0}
+    for user, advertiser in zip(bought.user_id, bought.advertiser_id.astype(str), strict=True):
+        for how, ranked in (
+            ("tokens, served", index.top_advertisers(user, 10, by="tokens")),
+            ("tokens, by embedding", by_embedding.top_advertisers(user, 10, by="tokens")),
+            ("embedding", index.top_advertisers(user, 10, by="embedding")),
+        ):
+            found[how] += advertiser in {match.key for match in ranked}
+    recall = {f"recall@10 ({how})": hits / len(bought) for how, hits in found.items()}
+    for how, value in recall.items():
+        print(f"held-out buyers' new advertiser in their top 10, {how}: {value:.3f}")
+    return {"pairs": len(bought), **recall}
 
 
 def token_labels(tree: InterestHierarchy, planted: pd.DataFrame) -> list[dict[int, int]]:
