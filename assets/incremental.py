@@ -112,6 +112,7 @@ def arrived_interests(
             "mlflow_run": dg.MetadataValue.url(mlflow.run_url(run)),
             "entities": dg.MetadataValue.json(update.entities),
             "entities_embedded_again": dg.MetadataValue.json(update.refreshed),
+            "bags_placed_by": dg.MetadataValue.json(update.placed_by),
             "batches_caught_up": dg.MetadataValue.json(update.caught_up),
             "keys": dg.MetadataValue.md(batch_keys_markdown(update)),
             "newly_embedded": sum(t.text_misses + t.image_misses for t in embedded.values()),

@@ -132,6 +132,7 @@ def _arrivals(arguments: argparse.Namespace) -> int:
         quarantined = sum(t.quarantined for t in update.load.tables.values())
         print(
             f"{update.batch}: new {update.entities}, embedded again {update.refreshed},"
+            f" bags placed by {update.placed_by},"
             f" {quarantined} rows quarantined, {sum(update.seconds.values()):.1f} s",
             flush=True,
         )

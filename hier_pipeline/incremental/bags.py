@@ -14,6 +14,7 @@ up) is left out.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -25,12 +26,21 @@ from hier_pipeline.interests.events import (
     FunnelEvents,
     engaged_events,
     funnel_events,
+    owned_events,
     parent_rows,
 )
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import TokenBags, TokenConfig, assign_tokens, code_bags
 
 UNKNOWN = -1  # an item whose code this batch does not know
+
+
+@dataclass(frozen=True)
+class ArrivalBags:
+    bags: dict[str, TokenBags]  # node type -> the seeds' bags, in their order
+    # node type -> how many were placed by each way: "code" (items), "events", "catalogue"
+    # (advertisers without events on their products), "embedding"
+    placed_by: dict[str, dict[str, int]]
 
 
 def arrival_bags(
@@ -42,7 +52,7 @@ def arrival_bags(
     vectors: Mapping[str, Tensor],
     content: Mapping[str, Mapping[str, Tensor]],
     served_items: tuple[Tensor, Tensor] | None = None,
-) -> dict[str, TokenBags]:
+) -> ArrivalBags:
     """The bags of the embedded `seeds` (node type -> nodes of the graph extended by the
     batches), in their order (module doc); `served_items`: earlier batches' items this one does
     not embed, with the codes served for them. Shapes: seeds[t] [N_t], vectors[t] [N_t, d],
@@ -58,19 +68,38 @@ def arrival_bags(
     owners = None
     if meta.advertiser_type is not None and meta.advertiser_type in seeds:
         owners = _owners(graph, batch, meta.advertiser_type, seeds[meta.advertiser_type])
-    bags = {}
+    bags, placed_by = {}, {}
     for node_type, rows in vectors.items():
         if node_type == item:
             bags[node_type] = code_bags(codes[seeds[item]], config.top_k)
+            placed_by[node_type] = {"code": len(rows)}
         elif node_type == meta.user_type:
             mine = events.of_users(seeds[node_type])
             bags[node_type] = engaged_tokens(rows, mine, codes, tree, config, as_of)
+            placed_by[node_type] = _tally(len(rows), {"events": mine.users})
         elif node_type == meta.advertiser_type and owners is not None:
             owner = owners.masked_fill(codes[:, 0] == UNKNOWN, -1)
             bags[node_type] = owner_tokens(rows, events, owner, codes, tree, config, as_of)
+            placed_by[node_type] = _tally(
+                len(rows),
+                {"events": owned_events(events, owner).users, "catalogue": owner[owner >= 0]},
+            )
         else:
             bags[node_type] = assign_tokens(rows, tree, config)
-    return bags
+            placed_by[node_type] = {"embedding": len(rows)}
+    return ArrivalBags(bags, placed_by)
+
+
+def _tally(count: int, evidence: Mapping[str, Tensor]) -> dict[str, int]:
+    """How many of `count` rows each way places: the first in `evidence` (way -> the rows it
+    has something for, repeats allowed) that has something for a row, else "embedding"."""
+    left = torch.ones(count, dtype=torch.bool)
+    tally = {}
+    for way, rows in evidence.items():
+        found = left & (torch.bincount(rows, minlength=count) > 0)
+        tally[way] = int(found.sum())
+        left &= ~found
+    return {**tally, "embedding": int(left.sum())}
 
 
 def _item_codes(

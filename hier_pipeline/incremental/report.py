@@ -13,7 +13,7 @@ SHOWN_KEYS = 20  # keys listed per node type; the counts are complete
 
 def batch_metrics(update: BatchUpdate) -> dict[str, float]:
     """Per table rows accepted and quarantined (by reason), per node type entities added and
-    embedded again, per step seconds."""
+    embedded again and how their bags were placed, per step seconds."""
     metrics: dict[str, float] = {}
     for table, report in update.load.tables.items():
         metrics[f"rows/{table}/accepted"] = report.accepted
@@ -22,6 +22,8 @@ def batch_metrics(update: BatchUpdate) -> dict[str, float]:
             metrics[f"quarantined/{table}/{reason}"] = count
     metrics |= {f"entities/{t}": n for t, n in update.entities.items()}
     metrics |= {f"embedded_again/{t}": n for t, n in update.refreshed.items()}
+    for node_type, ways in update.placed_by.items():
+        metrics |= {f"placed_by/{node_type}/{way}": n for way, n in ways.items()}
     metrics |= {f"seconds/{step}": s for step, s in update.seconds.items()}
     return metrics
 

@@ -73,6 +73,7 @@ class BatchUpdate:
     refreshed: dict[str, int]  # node type -> the dataset's and earlier batches' embedded again
     caught_up: list[str]  # earlier batches whose entities were not served, served with these
     keys: dict[str, list[str]]  # node type -> the new entities' keys, then those embedded again
+    placed_by: dict[str, dict[str, int]]  # node type -> how their bags were placed (`bags.py`)
     path: Path  # the batch's tokens file
     seconds: dict[str, float]  # per step
 
@@ -162,12 +163,14 @@ class _Run:
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
         config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
         served_items = self._served_items(batch, database, seeds)
-        bags = arrival_bags(
+        placed = arrival_bags(
             tree, config, current.graph, batch, seeds, vectors, content, served_items
         )
         keys = {t: _keys(spec, current, batch, database, t, nodes) for t, nodes in seeds.items()}
         path = save_batch_tokens(
-            BatchTokens(self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, bags),
+            BatchTokens(
+                self.batch, fingerprint(current.tokens.hierarchy), keys, vectors, placed.bags
+            ),
             current.folder,
         )
         self.lap("tokens")
@@ -179,6 +182,7 @@ class _Run:
             {t: len(v) for t, v in refreshed.items()},
             sorted(unserved),
             keys,
+            placed.placed_by,
             path,
             self.seconds,
         )

@@ -138,12 +138,16 @@ def test_each_partition_shows_what_its_batch_added_quarantined_and_embedded_agai
     assert interests.metadata["entities"].value == {"products": 1}
     assert interests.metadata["entities_embedded_again"].value["products"] == 1
     assert update.keys["products"] == [str(10**6), str(earlier)]
+    assert interests.metadata["bags_placed_by"].value == update.placed_by
+    assert update.placed_by["products"] == {"code": 2}
+    assert update.placed_by["users"] == {"events": update.refreshed["users"], "embedding": 0}
     run_id = interests.metadata["mlflow_run"].value.split("/")[-1]
     client = MlflowClient(tracking_uri=uri)
     run = client.get_run(run_id)
     assert run.data.metrics["quarantined/products/dangling_foreign_key"] == 1
     assert run.data.metrics["quarantined/events/dangling_foreign_key"] == 1
     assert run.data.metrics["embedded_again/products"] == 1
+    assert run.data.metrics["placed_by/products/code"] == 2
     page = Path(client.download_artifacts(run_id, "batch.md", str(tmp_path)))
     assert "products.advertiser_id = 1000000000 not found" in page.read_text()
 

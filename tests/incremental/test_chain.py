@@ -108,6 +108,17 @@ def test_a_chain_of_batches_is_served_whole_with_nothing_quarantined(
     products, products_again = updates[0].entities["products"], updates[1].refreshed["products"]
     assert products > 0 and updates[1].entities == {} and products_again > 0
     assert updates[2].entities["advertisers"] > 0 and updates[2].entities["products"] > 0
+    # batch 1's advertisers have no events yet: placed by their catalogue; batch 2's users by the
+    # events they brought (`bags.py`)
+    new_advertisers = updates[0].entities["advertisers"]
+    assert updates[0].placed_by["advertisers"] == {
+        "events": 0,
+        "catalogue": new_advertisers,
+        "embedding": 0,
+    }
+    assert updates[0].placed_by["products"] == {"code": products}
+    users = updates[1].refreshed["users"]
+    assert updates[1].placed_by["users"] == {"events": users, "embedding": 0}
     before = base.tokens.load()
     index = InterestIndex.open(served)
     for node_type, kind in (("products", "item"), ("advertisers", "advertiser")):

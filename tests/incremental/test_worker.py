@@ -94,5 +94,6 @@ def test_hier_arrivals_fits_the_pending_batches_over_the_pipeline_outputs(
     assert printed[0] == "waiting for batches after none"
     assert printed[1].startswith("batch0001: new {'advertisers': ")
     assert " 0 rows quarantined" in printed[1]
+    assert "bags placed by {" in printed[1] and "'advertisers': {'events': " in printed[1]
     index = InterestIndex.open(home / "serving" / name)
     assert len(index.keys["products"]) > len(base.tokens.load().keys["products"])
