@@ -80,7 +80,7 @@ def main() -> int:
         by_embedding = assign_tokens(batch.vectors[node_type][picked], tree, config)
         results[node_type] = {
             "entities": len(picked),
-            "served": precision(subset(served, picked), labels, wanted[node_type]),
+            "served": precision(served.rows(picked), labels, wanted[node_type]),
             "by_embedding": precision(by_embedding, labels, wanted[node_type]),
         }
         for how in ("served", "by_embedding"):
@@ -139,10 +139,6 @@ def token_labels(tree: InterestHierarchy, planted: pd.DataFrame) -> list[dict[in
         .to_dict()
         for level in range(tree.levels)
     ]
-
-
-def subset(bags: TokenBags, rows: torch.Tensor) -> TokenBags:
-    return TokenBags(bags.path[rows], bags.tokens[rows], bags.weights[rows])
 
 
 def precision(

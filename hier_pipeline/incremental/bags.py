@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+from torch_geometric.data import HeteroData
 
 from hier_pipeline.graph.build import RelationalGraph
 from hier_pipeline.incremental.extend import BatchRows
@@ -28,6 +29,7 @@ from hier_pipeline.interests.events import (
     funnel_events,
     owned_events,
     parent_rows,
+    positions,
 )
 from hier_pipeline.interests.hierarchy import InterestHierarchy
 from hier_pipeline.interests.tokens import TokenBags, TokenConfig, assign_tokens, code_bags
@@ -139,18 +141,13 @@ def _owners(graph: RelationalGraph, batch: BatchRows, owner_type: str, seeds: Te
     """Each item's owner among the embedded `seeds` (its position there, -1 for another owner
     or none), over the extended graph's items. Shapes: seeds [S] -> [items of the extended graph]."""
     item = graph.metadata.item_type
-    dataset = int(graph.data[item].num_nodes)
-    owner = parent_rows(graph.data, item, owner_type, dataset)
-    if owner is None:
-        owner = torch.full((dataset,), -1, dtype=torch.long)
+
+    def parents(data: HeteroData, count: int, first: int = 0) -> Tensor:
+        found = parent_rows(data, item, owner_type, count, first)
+        return torch.full((count,), -1, dtype=torch.long) if found is None else found
+
+    owner = parents(graph.data, int(graph.data[item].num_nodes))
     if item in batch.rows.node_types:
-        added = parent_rows(
-            batch.rows, item, owner_type, int(batch.rows[item].num_nodes), batch.first[item]
-        )
-        if added is None:
-            added = torch.full((int(batch.rows[item].num_nodes),), -1, dtype=torch.long)
+        added = parents(batch.rows, int(batch.rows[item].num_nodes), batch.first[item])
         owner = torch.cat([owner, added])
-    largest = int(torch.cat([owner, seeds]).max()) if len(owner) or len(seeds) else 0
-    position = torch.full((largest + 1,), -1, dtype=torch.long)
-    position[seeds] = torch.arange(len(seeds))
-    return torch.where(owner >= 0, position[owner.clamp_min(0)], -1)
+    return positions(seeds, owner)

@@ -38,7 +38,6 @@ from hier_pipeline.interests.arrivals import (
     fingerprint,
     load_batch_tokens,
     save_batch_tokens,
-    served_batches,
 )
 from hier_pipeline.interests.artifact import Tokens, load_hierarchy
 from hier_pipeline.interests.entities import keys_of_rows
@@ -141,8 +140,8 @@ class _Run:
         roles = role_types(current.graph)
         # Earlier batches not served under the current tree (a full run released another since
         # they came, and did not read them): their entities are embedded again with these.
-        unserved = accumulated_batches(database) - {self.batch}
-        unserved -= served_batches(current.folder, current.tokens.hierarchy)
+        earlier = load_batch_tokens(current.folder, current.tokens.hierarchy)
+        unserved = accumulated_batches(database) - {self.batch} - {b.batch for b in earlier}
         start = batch.first if unserved else batch.latest
         since = batch.nodes_from(start)
         new = {t: nodes for t, nodes in since.items() if t in roles and len(nodes)}
@@ -162,7 +161,7 @@ class _Run:
         tree = load_hierarchy(current.tokens.hierarchy)
         served = next(iter(current.tokens.bags.values()))  # as many tokens per level as these
         config = TokenConfig(top_k=served.tokens.shape[2], temperature=current.temperature)
-        served_items = self._served_items(batch, database, seeds)
+        served_items = self._served_items(batch, database, seeds, earlier, tree.levels)
         placed = arrival_bags(
             tree, config, current.graph, batch, seeds, vectors, content, served_items
         )
@@ -188,24 +187,29 @@ class _Run:
         )
 
     def _served_items(
-        self, batch: BatchRows, database: Path, seeds: dict[str, Tensor]
+        self,
+        batch: BatchRows,
+        database: Path,
+        seeds: dict[str, Tensor],
+        earlier: list[BatchTokens],
+        levels: int,
     ) -> tuple[Tensor, Tensor]:
-        """The earlier batches' items that this one does not embed, with the codes their
-        batches served them under the current tree: (nodes [M], codes [M, L])."""
-        current, item = self.current, self.current.graph.metadata.item_type
+        """The earlier batches' items that this one does not embed, with the codes those
+        batches (`earlier`, served under the current tree) served them: (nodes [M], codes
+        [M, levels])."""
+        item = self.current.graph.metadata.item_type
         nodes = batch.nodes_from(batch.first).get(item, torch.zeros(0, dtype=torch.int64))
         nodes = nodes[~torch.isin(nodes, seeds.get(item, nodes[:0]))]
         code_of: dict[str, Tensor] = {}
-        for served in load_batch_tokens(current.folder, current.tokens.hierarchy):
-            if item in served.keys:  # a later batch's code of an item replaces an earlier one's
+        for served in earlier:  # in batch order: a later batch's code of an item replaces one
+            if item in served.keys:
                 code_of.update(zip(served.keys[item], served.bags[item].path, strict=True))
-        keys = _keys(self.spec, current, batch, database, item, nodes) if len(nodes) else []
+        keys = _keys(self.spec, self.current, batch, database, item, nodes) if len(nodes) else []
         found = [i for i, key in enumerate(keys) if key in code_of]
-        codes = [code_of[keys[i]] for i in found]
-        levels = next(iter(current.tokens.bags.values())).path.shape[1]
-        return nodes[found], torch.stack(codes) if codes else torch.zeros(
-            0, levels, dtype=torch.long
-        )
+        codes = torch.zeros(len(found), levels, dtype=torch.long)
+        for row, i in enumerate(found):
+            codes[row] = code_of[keys[i]]
+        return nodes[found], codes
 
 
 def _keys(

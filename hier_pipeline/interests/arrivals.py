@@ -70,11 +70,6 @@ def load_batch_tokens(folder: Path, hierarchy: Path) -> list[BatchTokens]:
     return found
 
 
-def served_batches(folder: Path, hierarchy: Path) -> set[str]:
-    """The batches whose files under `folder` index the tree at `hierarchy`."""
-    return {b.batch for b in load_batch_tokens(folder, hierarchy)}
-
-
 def merge_batches(
     keys: dict[str, list[str]],
     vectors: dict[str, Tensor],

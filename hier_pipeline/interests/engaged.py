@@ -81,9 +81,7 @@ def engaged_tokens(
         if fallback is None:
             placed = assign_tokens(vectors[silent], hierarchy, config)
         else:
-            placed = TokenBags(
-                fallback.path[silent], fallback.tokens[silent], fallback.weights[silent]
-            )
+            placed = fallback.rows(silent)
         bags.path[silent], bags.tokens[silent] = placed.path, placed.tokens
         bags.weights[silent] = placed.weights
     return bags

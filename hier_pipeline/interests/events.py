@@ -3,7 +3,7 @@ which stage, when. One reader for the super-graph, the tree's coarse levels and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING
 
 import torch
@@ -14,9 +14,6 @@ if TYPE_CHECKING:  # the graph package pulls in PyG; queries that load a SuperGr
     from torch_geometric.data.storage import EdgeStorage
 
     from hier_pipeline.graph.build import RelationalGraph
-
-
-FIELDS = ("users", "items", "stage", "time")
 
 
 @dataclass(frozen=True)
@@ -35,7 +32,7 @@ class FunnelEvents:
     def concat(parts: list[FunnelEvents]) -> FunnelEvents:
         """The events of `parts`, one after another."""
         return FunnelEvents(
-            *(torch.cat([getattr(part, name) for part in parts]) for name in FIELDS)
+            *(torch.cat([getattr(part, f.name) for part in parts]) for f in fields(FunnelEvents))
         )
 
     def where(self, keep: Tensor) -> FunnelEvents:
@@ -44,11 +41,18 @@ class FunnelEvents:
 
     def of_users(self, users: Tensor) -> FunnelEvents:
         """The events of `users` only, each user renumbered to its position in `users`."""
-        largest = int(torch.cat([self.users, users]).max()) if len(self) or len(users) else -1
-        row = torch.full((largest + 1,), -1, dtype=torch.long)
-        row[users] = torch.arange(len(users))
-        kept = self.where(row[self.users] >= 0)
-        return replace(kept, users=row[kept.users])
+        row = positions(users, self.users)
+        kept = self.where(row >= 0)
+        return replace(kept, users=row[row >= 0])
+
+
+def positions(nodes: Tensor, looked_up: Tensor) -> Tensor:
+    """Each of `looked_up`'s position in `nodes` (distinct), -1 where it is not there.
+    Shapes: nodes [S], looked_up [M] -> [M]; negative entries of `looked_up` give -1."""
+    largest = int(torch.cat([nodes, looked_up]).max()) if len(nodes) or len(looked_up) else -1
+    position = torch.full((largest + 1,), -1, dtype=torch.long)
+    position[nodes] = torch.arange(len(nodes))
+    return torch.where(looked_up >= 0, position[looked_up.clamp_min(0)], -1)
 
 
 def funnel_events(graph: RelationalGraph, before: int | None = None) -> FunnelEvents:

@@ -43,6 +43,10 @@ class TokenBags:
     def __len__(self) -> int:
         return len(self.path)
 
+    def rows(self, index: Tensor) -> TokenBags:
+        """The bags of the rows `index` (a mask or row numbers)."""
+        return TokenBags(self.path[index], self.tokens[index], self.weights[index])
+
     def missing_levels(self) -> int:
         """Entities without a token at some level (0 for bags from `assign_tokens`)."""
         return int((self.tokens[:, :, 0] < 0).any(dim=1).sum())
