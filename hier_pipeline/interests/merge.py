@@ -56,9 +56,7 @@ def similarity(fused: Tensor, labels: Tensor, events: FunnelEvents | None, share
     count = int(labels.max()) + 1
     content = F.normalize(torch.zeros(count, fused.shape[1]).index_add_(0, labels, fused), dim=1)
     cosine = (content @ content.T).double()
-    if events is None or len(events) == 0:
-        return cosine
-    if share == 0:
+    if events is None or len(events) == 0 or share == 0:  # no co-engagement to weigh
         return cosine
     engaged = _centred_cosine(labels[events.items], events.users, count)
     return engaged.mul_(share).add_(cosine, alpha=1 - share)
