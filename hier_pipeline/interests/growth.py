@@ -43,8 +43,8 @@ from hier_pipeline.interests.held_out import HeldOut, first_unless_clearly_beate
 from hier_pipeline.interests.kmeans import (
     KMeansConfig,
     capacity_limit,
-    capped_argmax,
     spherical_kmeans,
+    streamed_capped_argmax,
 )
 from hier_pipeline.interests.merge import choose_share, merge_levels
 
@@ -163,7 +163,7 @@ def warm_labels(fused: Tensor, previous: Tensor, capacity: float | None, margin:
     those small moves add up.
 
     Shapes: fused [N, D], previous [N, L] -> [N, L].
-    Memory: N x codes floats (1.4 GB for Complete Journey's 92k items and 3847 codes).
+    Memory: N x 16 code indices and one block of similarities (`streamed_capped_argmax`).
     """
     known = previous[:, -1] >= 0
     if not known.any():
@@ -172,12 +172,12 @@ def warm_labels(fused: Tensor, previous: Tensor, capacity: float | None, margin:
     centroids = F.normalize(
         torch.zeros(len(codes), fused.shape[1]).index_add_(0, old, fused[known]), dim=1
     )
-    similarity = fused @ centroids.T
-    best = capped_argmax(similarity, capacity_limit(len(fused), len(codes), capacity))
+    cap = capacity_limit(len(fused), len(codes), capacity)
+    best = streamed_capped_argmax(fused, centroids, cap)
     own = torch.full_like(best, -1)
     own[known] = old
-    own_fit = similarity.gather(1, own.clamp_min(0)[:, None]).squeeze(1)
-    best_fit = similarity.gather(1, best[:, None]).squeeze(1)
+    own_fit = (fused * centroids[own.clamp_min(0)]).sum(dim=1)
+    best_fit = (fused * centroids[best]).sum(dim=1)
     stay = known & (own_fit >= best_fit - margin)
     fine = torch.where(stay, own, best)
     ancestors = torch.zeros(len(codes), previous.shape[1], dtype=torch.long)

@@ -21,7 +21,12 @@ from hier_pipeline.interests.artifact import TOKENS_FILE, load_hierarchy, load_t
 from hier_pipeline.interests.engaged import engaged_tokens, event_weights
 from hier_pipeline.interests.events import FunnelEvents, funnel_events
 from hier_pipeline.interests.fusion import ItemFusion
-from hier_pipeline.interests.kmeans import KMeansConfig, capped_argmax, spherical_kmeans
+from hier_pipeline.interests.kmeans import (
+    KMeansConfig,
+    capped_argmax,
+    spherical_kmeans,
+    streamed_capped_argmax,
+)
 from hier_pipeline.interests.matching import (
     load_serving_tree,
     serving_members,
@@ -69,6 +74,24 @@ def test_no_cluster_holds_more_than_its_capacity_and_points_keep_their_best_clus
         lopsided, 3, torch.Generator().manual_seed(0), KMeansConfig(capacity=1.5)
     )
     assert torch.bincount(clusters.labels).max() <= 21  # 1.5 x 42 / 3
+
+
+def test_the_streamed_capped_assignment_is_the_dense_one_without_its_similarity_matrix() -> None:
+    """Points crowded towards a few centroids, so columns overflow and rows move down their own
+    order of columns, some past the `width` kept (read again from their whole row), in blocks of
+    a few rows: the same labels as `capped_argmax` over the whole matrix."""
+    generator = torch.Generator().manual_seed(0)
+    centroids = F.normalize(torch.randn(12, 8, generator=generator), dim=1)
+    crowd = centroids[:3].repeat_interleave(100, dim=0)
+    x = F.normalize(crowd + 0.3 * torch.randn(300, 8, generator=generator), dim=1)
+    for cap in (25, 40, 300):
+        dense = capped_argmax(x @ centroids.T, cap)
+        streamed = streamed_capped_argmax(x, centroids, cap, width=2, block=50)
+        assert torch.equal(streamed, dense)
+        assert int(torch.bincount(streamed).max()) <= cap
+    tight = capped_argmax(x @ centroids.T, 25)
+    ranks = (x @ centroids.T).argsort(dim=1, descending=True).argsort(dim=1)
+    assert int(ranks.gather(1, tight[:, None]).max()) >= 2  # some rows went past the kept 2
 
 
 def test_coarse_levels_follow_who_engages_with_the_fine_interests() -> None:
