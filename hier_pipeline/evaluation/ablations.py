@@ -18,8 +18,10 @@ the full model, free of training (`VIEWS`):
     `_no_content`, `_no_content_view`: the user's embedding against the item's content view,
     issue 18 item 5; `_no_paths`: the relational paths, `ranker/paths.py`), over counts,
     content and paths alone (`hier_ranker_no_representation`: what the learned representation
-    adds to everything else the ranker reads), over counts alone (`hier_counts_only`), and
-    fitted without simulated cold items (`hier_ranker_no_cold_items`);
+    adds to everything else the ranker reads), over counts alone (`hier_counts_only`),
+    fitted without simulated cold items (`hier_ranker_no_cold_items`) and without the items'
+    listing times (`hier_ranker_no_listing`: no listing age, items listed after the fit window
+    kept there; `ranker/ranker.py`);
   - the ranker with what is not the default: `hier_ranker_content_popularity` (one signal more,
     each item's popularity predicted from its content; issue 18, item 3; `ranker_setup.py`) and
     `hier_ranker_new_item_candidates` (each content signal's top new items as candidates too,
@@ -53,6 +55,7 @@ NO_PATHS_SIGNAL = "hier_ranker_no_paths"
 NO_REPRESENTATION = "hier_ranker_no_representation"
 COUNTS_ONLY = "hier_counts_only"
 NO_COLD_ITEMS = "hier_ranker_no_cold_items"
+NO_LISTING = "hier_ranker_no_listing"
 WITH_CONTENT_POPULARITY = "hier_ranker_content_popularity"
 WITH_NEW_ITEM_CANDIDATES = "hier_ranker_new_item_candidates"
 VIEWS = (
@@ -67,6 +70,7 @@ VIEWS = (
     NO_REPRESENTATION,
     COUNTS_ONLY,
     NO_COLD_ITEMS,
+    NO_LISTING,
     WITH_CONTENT_POPULARITY,
     WITH_NEW_ITEM_CANDIDATES,
 )

@@ -66,7 +66,8 @@ def fit_ranker(
         judged = window_items(graph, users.users, window.start, window.end)
         ranker = InterestRanker(config)
         signals = signals_of(users.users)
-        candidates = ranker.candidates(counts, users.users, signals, behavioural)
+        # an item listed after the window could not be engaged with in it: no negative example
+        candidates = ranker.candidates(counts, users.users, signals, behavioural, window.end)
         try:
             ranker.fit(candidates, users.relevant, judged)
         except TooFewLabels as error:

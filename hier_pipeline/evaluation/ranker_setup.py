@@ -11,6 +11,7 @@ from hier_pipeline.evaluation.ablations import (
     NO_CONTENT_SIGNAL,
     NO_CONTENT_VIEW_SIGNAL,
     NO_EMBEDDING_SIGNAL,
+    NO_LISTING,
     NO_PATHS_SIGNAL,
     NO_REPRESENTATION,
     NO_TOKEN_SHARES,
@@ -68,6 +69,7 @@ class RankerSetup:
     signals: tuple[str, ...] = SIGNALS
     simulate_cold: bool = True
     new_item_candidates: int = 0  # `RankerConfig.new_item_candidates`
+    listing: bool = True  # `RankerConfig.listing`
 
     @property
     def behavioural(self) -> tuple[str, ...]:
@@ -75,9 +77,9 @@ class RankerSetup:
         return BEHAVIOURAL if self.simulate_cold else ()
 
     def configured(self, config: RankerConfig) -> RankerConfig:
-        """`config` with this setup's new-item candidates, and no item shown as new where new
-        items are not simulated."""
-        config = replace(config, new_item_candidates=self.new_item_candidates)
+        """`config` with this setup's new-item candidates and listing times, and no item shown as
+        new where new items are not simulated."""
+        config = replace(config, new_item_candidates=self.new_item_candidates, listing=self.listing)
         return config if self.simulate_cold else replace(config, cold_item_rate=0.0)
 
 
@@ -96,6 +98,7 @@ RANKER_VIEWS = {  # the ranker views among `VIEWS`
     NO_REPRESENTATION: _without(EMBEDDING, TOKEN_OVERLAP, TOKEN_SHARES, CONTENT_VIEW),
     COUNTS_ONLY: RankerSetup(()),
     NO_COLD_ITEMS: RankerSetup(simulate_cold=False),
+    NO_LISTING: RankerSetup(listing=False),
     WITH_CONTENT_POPULARITY: RankerSetup((*SIGNALS, CONTENT_POPULARITY)),
     WITH_NEW_ITEM_CANDIDATES: RankerSetup(new_item_candidates=NEW_ITEM_CANDIDATES),
 }

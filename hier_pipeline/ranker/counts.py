@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hier_pipeline.graph.build import RelationalGraph
+from hier_pipeline.graph.build import NEVER, RelationalGraph
 
 SECONDS_PER_DAY = 86_400.0
 
@@ -35,12 +35,23 @@ ITEM_FEATURES = (
     "item_age_days",
 )
 USER_FEATURES = ("user_items", "user_target_lately", "user_target", "days_since_user")
+# Days since the item's own row was listed (its table's time column; 0 for one listed after T, NaN
+# where the item table has no time). Not an item count: an item shown as new in the ranker's fit
+# (`InterestRanker.fit_features`) keeps it, so the trees can tell an item new to the catalogue
+# from an old one nobody engaged with, which its counts cannot.
+LISTING_FEATURES = ("item_listed_days",)
 
 
 def feature_names(stages: list[str]) -> list[str]:
     """The columns of `Counts.features`, in order."""
     per_stage = [f"count_{stage}" for stage in stages]
-    return [*per_stage, *PAIR_FEATURES, *ITEM_FEATURES, *USER_FEATURES]
+    return [*per_stage, *PAIR_FEATURES, *ITEM_FEATURES, *USER_FEATURES, *LISTING_FEATURES]
+
+
+def listing_columns(stages: list[str]) -> slice:
+    """Where the `LISTING_FEATURES` lie among the `feature_names` columns."""
+    end = len(feature_names(stages))
+    return slice(end - len(LISTING_FEATURES), end)
 
 
 def item_columns(stages: list[str]) -> slice:
@@ -60,13 +71,15 @@ COLD_ITEM = np.array(
 @dataclass(frozen=True)
 class FunnelLog:
     """Every `engaged` edge of the graph as numpy arrays. `stage` is -1 on events without a
-    funnel stage; `negative` marks "not interested" feedback (never a positive)."""
+    funnel stage; `negative` marks "not interested" feedback (never a positive); `item_listed`
+    is each item row's own time (`NEVER` without one)."""
 
     user: np.ndarray
     item: np.ndarray
     time: np.ndarray
     stage: np.ndarray
     negative: np.ndarray
+    item_listed: np.ndarray
     stages: list[str]
     num_users: int
     num_items: int
@@ -81,6 +94,7 @@ class FunnelLog:
             time=engaged.edge_time.numpy(),
             stage=engaged.edge_stage.numpy(),
             negative=engaged.edge_negative.numpy(),
+            item_listed=data[meta.item_type].time.numpy(),
             stages=list(meta.stages),
             num_users=int(data[meta.user_type].num_nodes),
             num_items=int(data[meta.item_type].num_nodes),
@@ -151,6 +165,8 @@ class Counts:
                 self._days_since(self._latest(log.user, positive, users)),
             ]
         )
+        listed = log.item_listed.astype(np.float64)
+        self.listing_columns = self._days_since(np.where(listed == NEVER, -np.inf, listed))[:, None]
 
     def _latest(self, index: np.ndarray, mask: np.ndarray, size: int) -> np.ndarray:
         """The latest event time per `index` among `mask`'s events; -inf where there is none."""
@@ -200,5 +216,10 @@ class Counts:
         # days since a pair's event: none, not zero days, for a pair never engaged
         pair_columns[~known, -2:] = np.nan
         return np.column_stack(
-            [pair_columns, self.item_columns[item], self.user_columns[user]]
+            [
+                pair_columns,
+                self.item_columns[item],
+                self.user_columns[user],
+                self.listing_columns[item],
+            ]
         ).astype(np.float32)

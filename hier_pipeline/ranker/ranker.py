@@ -21,7 +21,12 @@ fitted on it learn that such an item is never bought. Two steps teach them other
 at the second stage): signals learned from events (`behavioural`, e.g. the embedding) are NaN on
 an item without a positive event, where they say nothing reliable, so such an item is ranked by
 its content signals and the user's figures; and in the fit a `cold_item_rate` share of items is
-shown, to the users who had not met them, as if new (`fit_features`), labels kept.
+shown, to the users who had not met them, as if new (`fit_features`), labels kept. Those are old
+items in disguise, and a catalogue's new items are bought at another rate than old ones nobody
+engaged with; where the item table has a time, each item's listing age is a feature, kept on the
+disguised ones, so the fit window's own newly listed items teach that rate. Items listed only after
+the fit window are no candidates there: nobody could engage with them in it, and as negatives
+they taught that new items are not bought (measured: docs/evaluation.md).
 
 One score from several fits. The trees' size is chosen on held-out users (`leaf_grid`, k folds),
 which fits the chosen size once per fold; the score is the mean probability of those k fits and
@@ -41,7 +46,13 @@ import torch
 from sklearn.ensemble import HistGradientBoostingClassifier
 from torch import Tensor
 
-from hier_pipeline.ranker.counts import COLD_ITEM, Counts, feature_names, item_columns
+from hier_pipeline.ranker.counts import (
+    COLD_ITEM,
+    Counts,
+    feature_names,
+    item_columns,
+    listing_columns,
+)
 from hier_pipeline.ranker.selection import candidate_ap, user_folds
 from hier_pipeline.ranking.metrics import PairScores, UserItems
 
@@ -94,6 +105,9 @@ class RankerConfig:
     l2_regularization: float = 1.0
     # The share of items shown as new in the fit (module doc), as the model's training does.
     cold_item_rate: float = 0.2
+    # Whether the trees read how long ago each item was listed (`counts.LISTING_FEATURES`), and
+    # the fit leaves out the items listed after its window (`candidates`' `listed_by`).
+    listing: bool = True
     seed: int = 0
 
 
@@ -138,15 +152,20 @@ class InterestRanker:
         users: Tensor,
         signals: Mapping[str, Signal],
         behavioural: Collection[str] = (),
+        listed_by: int | None = None,
     ) -> Candidates:
         """Each of `users`' candidates as of `counts.as_of` with their features (module doc);
-        the `behavioural` among the `signals` are NaN on items without a positive event.
+        the `behavioural` among the `signals` are NaN on items without a positive event; an item
+        listed (`FunnelLog.item_listed`) at `listed_by` or later is none (with `listing`).
 
         Users go `CHUNK` at a time: each signal's dense scores of a block give both its top list
         and its feature columns, so no signal is computed twice."""
         history_rows, history_items = counts.history_pairs(users)
         popular = counts.popular(self.config.popular_candidates)
         depth = min(self.config.signal_candidates, counts.log.num_items)
+        unlisted = torch.zeros(counts.log.num_items, dtype=torch.bool)
+        if listed_by is not None and self.config.listing:
+            unlisted = torch.from_numpy(counts.log.item_listed >= listed_by)
         eventless = torch.from_numpy(counts.item_eventless)
         fresh = min(self.config.new_item_candidates, int(eventless.sum()))
         new_item_lists = {n: fresh for n in signals if n not in behavioural and fresh}
@@ -157,8 +176,8 @@ class InterestRanker:
             lo, hi = torch.searchsorted(history_rows, torch.tensor([start, end])).tolist()
             own = (history_rows[lo:hi] - start, history_items[lo:hi])
             block = torch.arange(start, end)
-            tops = _top_lists(signals, block, depth, new_item_lists, eventless)
-            blocks.append(_block(block, own, popular, tops, counts.log.num_items))
+            tops = _top_lists(signals, block, depth, new_item_lists, eventless, unlisted)
+            blocks.append(_block(block, own, popular, tops, unlisted))
         rows, items = torch.cat([b[0] for b in blocks]), torch.cat([b[1] for b in blocks])
         columns = [counts.features(users[rows], items), np.concatenate([b[2] for b in blocks])]
         features = np.column_stack(columns).astype(np.float32)
@@ -174,6 +193,8 @@ class InterestRanker:
         )
         eventless = counts.item_eventless[items.numpy()]
         features[np.ix_(eventless, blind_at)] = np.nan
+        if not self.config.listing:
+            features[:, listing_columns(counts.log.stages)] = np.nan
         seen = counts.seen(users[rows], items)
         return Candidates(rows, items, features, seen, item_columns(counts.log.stages), blind_at)
 
@@ -266,7 +287,8 @@ class InterestRanker:
 
     def fit_features(self, candidates: Candidates) -> np.ndarray:
         """What the fit sees: the features with a `cold_item_rate` share of items, drawn by seed,
-        shown as new to the users who had not met them: no counts, behavioural signals blind."""
+        shown as new to the users who had not met them: no counts, behavioural signals blind,
+        their listing age kept (module doc)."""
         features = candidates.features.copy()
         num_items = int(candidates.items.max()) + 1 if len(candidates.items) else 0
         rng = np.random.default_rng(self.config.seed)
@@ -318,14 +340,20 @@ def _top_lists(
     depth: int,
     new_item_lists: Mapping[str, int],
     eventless: Tensor,
+    unlisted: Tensor,
 ) -> _TopLists:
     """Each signal's scores of the block `rows`, its top `depth` items, and, for the signals of
-    `new_item_lists`, that many of its top items among the `eventless` ones [I] as well."""
+    `new_item_lists`, that many of its top items among the `eventless` ones [I] as well; the
+    `unlisted` items [I] in no list."""
     dense = {name: signal(rows) for name, signal in signals.items()}
-    tops = {name: scores.topk(depth, dim=1).indices for name, scores in dense.items()}
+    listed = {
+        name: scores.masked_fill(unlisted, -torch.inf) if unlisted.any() else scores
+        for name, scores in dense.items()
+    }
+    tops = {name: scores.topk(depth, dim=1).indices for name, scores in listed.items()}
     added = list(tops.values())
     for name, count in new_item_lists.items():
-        fresh = dense[name].masked_fill(~eventless, -torch.inf).topk(count, dim=1).indices
+        fresh = listed[name].masked_fill(~eventless, -torch.inf).topk(count, dim=1).indices
         added.append(fresh)
     return _TopLists(dense, tops, added)
 
@@ -335,10 +363,11 @@ def _block(
     own: tuple[Tensor, Tensor],
     popular: Tensor,
     lists: _TopLists,
-    num_items: int,
+    unlisted: Tensor,
 ) -> tuple[Tensor, Tensor, np.ndarray]:
-    """The candidates of a block of ranked users (`rows`) and their signal columns: per signal
-    its score and log1p of the candidate's rank in its top list (NaN below it).
+    """The candidates of a block of ranked users (`rows`), none of them `unlisted` [I], and their
+    signal columns: per signal its score and log1p of the candidate's rank in its top list (NaN
+    below it).
 
     `own` holds the block's history pairs (row within the block, item). Shapes: rows [R] ->
     rows [P] ascending (indexing all ranked users), items [P], columns [P, 2 * signals]."""
@@ -354,7 +383,9 @@ def _block(
     block_items = torch.cat(
         [own[1], popular.repeat(len(rows)), *(added.flatten() for added in lists.added)]
     )
+    num_items = len(unlisted)
     keys = torch.unique(block_rows * num_items + block_items)
+    keys = keys[~unlisted[keys % num_items]]
     block_rows, items = keys // num_items, keys % num_items
     columns = []
     for name, scores in dense.items():

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from hier_pipeline.graph.build import NEVER
 from hier_pipeline.ranker.counts import SECONDS_PER_DAY, Counts, FunnelLog, feature_names
 
 
@@ -50,6 +51,9 @@ def _recount(log: FunnelLog, as_of: int, horizon: int, user: int, item: int) -> 
         math.log1p(np.sum(mine & target & lately)),
         math.log1p(np.sum(mine & target)),
         _days(as_of - log.time[mine & positive].max()) if (mine & positive).any() else math.nan,
+        _days(max(as_of - log.item_listed[item], 0))
+        if log.item_listed[item] != NEVER
+        else math.nan,
     ]
     return row
 

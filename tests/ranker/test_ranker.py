@@ -10,7 +10,14 @@ import torch
 import torch.nn.functional as F
 
 from hier_pipeline.evaluation.interest_recommender import RankedRecommender
-from hier_pipeline.ranker.counts import COLD_ITEM, SECONDS_PER_DAY, Counts, FunnelLog
+from hier_pipeline.graph.build import NEVER
+from hier_pipeline.ranker.counts import (
+    COLD_ITEM,
+    SECONDS_PER_DAY,
+    Counts,
+    FunnelLog,
+    listing_columns,
+)
 from hier_pipeline.ranker.ranker import InnerProduct, InterestRanker, RankerConfig, TooFewLabels
 from hier_pipeline.ranker.selection import candidate_ap
 from hier_pipeline.ranking.metrics import PairScores, UserItems
@@ -178,6 +185,42 @@ def test_the_fit_shows_a_share_of_items_as_new_to_who_had_not_met_them(world: tu
     assert 0.3 < len(np.intersect1d(drawn, known)) / len(known) < 0.7
     unchanged = InterestRanker(RankerConfig(cold_item_rate=0.0)).fit_features(candidates)
     assert np.array_equal(unchanged, candidates.features, equal_nan=True)
+
+
+def test_an_items_listing_is_read_from_its_row_and_kept_when_it_is_shown_as_new(
+    world: tuple,
+) -> None:
+    """log1p of the days from the product row's own time (`created_at`) to the window's start,
+    0 for a product listed later, NaN for one without a time; the fit's disguised new items keep
+    it (their counts go); a fit window's candidates leave out the products listed after it;
+    `listing=False` does neither."""
+    _, log, start = world
+    listed = log.item_listed.copy()
+    assert (listed > start).any() and (listed < start).any()
+    listed[0] = NEVER  # a catalogue row without a time
+    counts = Counts(replace(log, item_listed=listed), start, HORIZON)
+    users = torch.tensor([0, 5, 9])
+    ranker = InterestRanker(RankerConfig(cold_item_rate=0.5, seed=1))
+    candidates = ranker.candidates(counts, users, _embedding(log, len(users)), ("embedding",))
+    column = listing_columns(log.stages).start
+    items = candidates.items.numpy()
+    days = np.maximum(start - listed[items], 0) / SECONDS_PER_DAY
+    expected = np.where(listed[items] == NEVER, np.nan, np.log1p(days)).astype(np.float32)
+    assert np.allclose(candidates.features[:, column], expected, equal_nan=True)
+    assert (candidates.features[:, column] == 0).any()  # listed after the start
+    shown = ranker.fit_features(candidates)
+    as_new = ~np.all(
+        (shown == candidates.features) | (np.isnan(shown) & np.isnan(candidates.features)), axis=1
+    )
+    assert as_new.any()
+    assert np.array_equal(shown[:, column], candidates.features[:, column], equal_nan=True)
+    later = int(np.median(listed[listed != NEVER]))
+    fit = ranker.candidates(counts, users, _embedding(log, len(users)), ("embedding",), later)
+    assert len(fit.items) and (listed[fit.items.numpy()] < later).all()  # none listed after
+    off = InterestRanker(RankerConfig(listing=False))
+    blank = off.candidates(counts, users, _embedding(log, len(users)), ("embedding",), later)
+    assert np.isnan(blank.features[:, column]).all()
+    assert (listed[blank.items.numpy()] >= later).any()  # blind to listing times
 
 
 def test_the_fit_chooses_its_tree_size_on_held_out_users(world: tuple) -> None:
