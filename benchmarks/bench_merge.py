@@ -2,12 +2,16 @@
 against the dense tokens x users profiles they replaced, each in a fresh process.
 
     .venv/bin/python benchmarks/bench_merge.py [--tokens 3847] [--users 2500,200000]
-        [--events 2500000] [--seed 0]
+        [--events 2500000] [--seed 0] [--ward-codes 3847,16667]
 
 Random events (items by a Zipf-like popularity, users uniform) over `--tokens` finest codes of
 20 items each; one run per user count, each form timed in its own process (wall, CPU, peak
 RSS), and each form's sum of the cosines, to compare them by. Complete Journey's shape: 3,847
 codes, 2.5k households, about 2.5M events before t2.
+
+Then Ward's linkage of `--ward-codes` codes' cosines (random unit vectors, grouped 8 to 1), from
+the distance matrix as `ward_groups` built it before (the expression's k x k temporaries) and
+from the condensed distances written in place (`condensed_distances`), each in a fresh process.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 from harness import measure, write_results
 
 ITEMS_PER_TOKEN = 20
+WARD_FORMS = ("matrix", "condensed")
 SHARE = 0.5  # both parts; the co-engagement's is the one that reads the events
 
 
@@ -27,6 +32,7 @@ def main() -> int:
     parser.add_argument("--users", default="2500,200000")
     parser.add_argument("--events", type=int, default=2_500_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--ward-codes", default="3847,16667")
     arguments = parser.parse_args()
     results = []
     for users in (int(u) for u in arguments.users.split(",")):
@@ -41,7 +47,13 @@ def main() -> int:
             flush=True,
         )
         results.append(row)
-    write_results("merge", {"runs": results})
+    linkages = []
+    for codes in (int(c) for c in arguments.ward_codes.split(",") if c):
+        row = {"codes": codes, **{form: measure(ward, str(codes), form) for form in WARD_FORMS}}
+        row["same_groups"] = row["matrix"]["checksum"] == row["condensed"]["checksum"]
+        print(f"ward, {codes} codes: {row}", flush=True)
+        linkages.append(row)
+    write_results("merge", {"runs": results, "ward": linkages})
     return 0
 
 
@@ -74,6 +86,29 @@ def cosines(shape: str, form: str) -> dict[str, Any]:
         content = F.normalize(torch.zeros(tokens, 64).index_add_(0, labels, fused), dim=1)
         cosine = SHARE * (engaged @ engaged.T).double() + (1 - SHARE) * (content @ content.T)
     return {"checksum": float(cosine.sum())}
+
+
+def ward(codes: str, form: str) -> dict[str, Any]:
+    """Ward's groups (one per 8 codes) of random codes' cosines, by one form, and a checksum."""
+    import torch
+    import torch.nn.functional as F
+    from scipy.cluster.hierarchy import fcluster, linkage
+    from scipy.spatial.distance import squareform
+
+    from hier_pipeline.interests.merge import ward_groups
+
+    count = int(codes)
+    generator = torch.Generator().manual_seed(0)
+    x = F.normalize(torch.randn(count, 64, generator=generator), dim=1)
+    cosine = (x @ x.T).double()
+    if form == "condensed":
+        groups = ward_groups(cosine, count // 8)
+    else:  # as ward_groups built its input before
+        distance = (2 - 2 * cosine).clamp_min(0).sqrt().fill_diagonal_(0).numpy()
+        tree = linkage(squareform(distance, checks=False), method="ward")
+        groups = torch.as_tensor(fcluster(tree, count // 8, criterion="maxclust") - 1)
+    weights = torch.arange(count, dtype=torch.float64) % 1009
+    return {"checksum": float((groups.double() * weights).sum())}
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ never beat both, and a choice including it flipped with the seed (docs/interests
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor
@@ -95,14 +96,27 @@ def ward_groups(cosine: Tensor, count: int) -> Tensor:
     """At most `count` groups of the rows by Ward's linkage of their Euclidean distances as unit
     vectors, sqrt(2 - 2 cos). Shapes: cosine [k, k] -> [k] in 0..count'-1."""
     from scipy.cluster.hierarchy import fcluster, linkage  # here: queries never grow a tree
-    from scipy.spatial.distance import squareform
 
     if len(cosine) <= count:
         return torch.arange(len(cosine))
-    distance = (2 - 2 * cosine).clamp_min(0).sqrt().fill_diagonal_(0).numpy()
-    tree = linkage(squareform(distance, checks=False), method="ward")
+    tree = linkage(condensed_distances(cosine), method="ward")
     groups = fcluster(tree, count, criterion="maxclust") - 1
     return torch.as_tensor(groups, dtype=torch.long)
+
+
+def condensed_distances(cosine: Tensor) -> np.ndarray:
+    """sqrt(2 - 2 cos) of each pair i < j, in scipy's condensed order, written row by row into
+    one vector and converted there: no k x k distance matrix beside the cosines (the
+    expression's temporaries held four, 2.2 GB each at 16,667 codes). Shapes: [k, k] ->
+    [k (k - 1) / 2] float64."""
+    k, rows = len(cosine), cosine.double().numpy()
+    out = np.empty(k * (k - 1) // 2)
+    start = 0
+    for i in range(k - 1):
+        out[start : start + k - 1 - i] = rows[i, i + 1 :]
+        start += k - 1 - i
+    torch.from_numpy(out).mul_(-2).add_(2).clamp_min_(0).sqrt_()  # in place, as torch rounds
+    return out
 
 
 def choose_share(
