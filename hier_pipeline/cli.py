@@ -176,7 +176,7 @@ def _add_evaluate(commands: argparse._SubParsersAction) -> None:
         "hier_content_only, hier_no_ranker, hier_ranker_no_embedding, hier_ranker_no_tokens, "
         "hier_ranker_no_token_shares, hier_ranker_no_content, hier_ranker_no_content_view, "
         "hier_ranker_no_paths, hier_ranker_no_representation, hier_counts_only, "
-        "hier_ranker_no_cold_items, hier_ranker_content_popularity, "
+        "hier_ranker_no_cold_items, hier_ranker_no_listing, hier_ranker_content_popularity, "
         "hier_ranker_new_item_candidates)",
     )
     evaluate.add_argument(

@@ -190,14 +190,17 @@ def _randomised(model: GraphEncoder) -> GraphEncoder:
     return broken
 
 
-def _evaluated(compared: Compared, model: GraphEncoder, floor: int) -> EvaluationReport:
-    """`model` as our row against popularity, with the ranker's floor of relevant pairs."""
+def _evaluated(
+    compared: Compared, model: GraphEncoder, floor: int, listing: bool = True
+) -> EvaluationReport:
+    """`model` as our row against popularity, with the ranker's floor of relevant pairs (and
+    whether it reads the listing times)."""
     comparison = Comparison(
         models={"hier": model},
         sampling=served(compared.graph),
         views=(NO_RANKER,),
         baselines=("popularity",),
-        ranker=RankerConfig(min_relevant=floor),
+        ranker=RankerConfig(min_relevant=floor, listing=listing),
     )
     return evaluate_models("tiny", compared.graph, compared.content, compared.split, comparison)
 
@@ -208,11 +211,14 @@ def test_a_sparse_target_is_ranked_from_shallower_stages_judged_on_its_own_event
     """The tiny world's fit window holds 5 relevant purchase pairs, below the ranker's floor: the
     stages above stand in, one more at a time, until the floor is reached (click or deeper: 29
     pairs), and the window's users' own purchases judge that ranker against the model's own
-    score; the better serves: the trained model's own score, and the ranker where the model is
-    a random one. Where no stage leaves enough, the own score serves."""
+    score; the better serves: the trained model's own score against a ranker blind to the
+    products' listing times, and the ranker where the model is a random one. Where no stage
+    leaves enough, the own score serves."""
     stages = compared.graph.metadata.stages
-    randomised = _evaluated(compared, _randomised(compared.model), RankerConfig().min_relevant)
-    for outcome, ranked in ((compared.report, False), (randomised, True)):
+    floor = RankerConfig().min_relevant
+    unlisted = _evaluated(compared, compared.model, floor, listing=False)
+    randomised = _evaluated(compared, _randomised(compared.model), floor)
+    for outcome, ranked in ((unlisted, False), (randomised, True)):
         setting = outcome.settings["hier"]
         assert setting["labels"] == stages[-3:]
         assert setting["relevant"] >= RankerConfig().min_relevant
