@@ -45,6 +45,12 @@ def _embedding(log: FunnelLog, users: int, seed: int = 0) -> dict[str, InnerProd
     }
 
 
+def _changed_rows(shown: np.ndarray, features: np.ndarray) -> np.ndarray:
+    """Rows where the fit's features differ from the candidates' (NaN equal to NaN)."""
+    same = (shown == features) | (np.isnan(shown) & np.isnan(features))
+    return ~np.all(same, axis=1)
+
+
 def _fitted(world: tuple, embedding: bool) -> tuple[InterestRanker, EvaluationWindow]:
     graph, log, start = world
     window = target_window(graph, start, start + HORIZON, max_users=1000)
@@ -170,9 +176,7 @@ def test_the_fit_shows_a_share_of_items_as_new_to_who_had_not_met_them(world: tu
     ranker = InterestRanker(RankerConfig(cold_item_rate=0.5, seed=1))
     candidates = ranker.candidates(counts, users, signals, behavioural=("embedding",))
     shown = ranker.fit_features(candidates)
-    changed = ~np.all(
-        (shown == candidates.features) | (np.isnan(shown) & np.isnan(candidates.features)), axis=1
-    )
+    changed = _changed_rows(shown, candidates.features)
     assert not changed[candidates.seen].any()  # a user's own item is never new to them
     as_new = shown[changed]
     cold = np.broadcast_to(COLD_ITEM, (len(as_new), len(COLD_ITEM)))
@@ -209,9 +213,7 @@ def test_an_items_listing_is_read_from_its_row_and_kept_when_it_is_shown_as_new(
     assert np.allclose(candidates.features[:, column], expected, equal_nan=True)
     assert (candidates.features[:, column] == 0).any()  # listed after the start
     shown = ranker.fit_features(candidates)
-    as_new = ~np.all(
-        (shown == candidates.features) | (np.isnan(shown) & np.isnan(candidates.features)), axis=1
-    )
+    as_new = _changed_rows(shown, candidates.features)
     assert as_new.any()
     assert np.array_equal(shown[:, column], candidates.features[:, column], equal_nan=True)
     later = int(np.median(listed[listed != NEVER]))
