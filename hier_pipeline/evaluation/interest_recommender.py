@@ -17,6 +17,7 @@ from hier_pipeline.graph.sampler import SamplerConfig, TemporalNeighborSampler
 from hier_pipeline.interests.engaged import engaged_tokens
 from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.hierarchy import InterestHierarchy
+from hier_pipeline.interests.prior import engagement_mass, token_shares
 from hier_pipeline.interests.tokens import InvertedIndex, TokenConfig, code_bags
 from hier_pipeline.model.factory import GraphEncoder
 from hier_pipeline.model.infer import embed_nodes
@@ -110,9 +111,10 @@ class RankedRecommender(Frozen):
 
 
 class TokenRecommender(Frozen):
-    """score(u, i) = the weighted tokens u's and i's Bag-of-Meaning share (`InvertedIndex`):
-    retrieval by interest tokens alone. An item's bag is its code in the tree (grown on these
-    items); a user's comes from their `events` before `as_of` (by embedding without any).
+    """score(u, i) = the weighted tokens u's and i's Bag-of-Meaning share (`InvertedIndex`), each
+    times the item's share of its token's engagement (`prior.py`): retrieval by interest tokens
+    alone. An item's bag is its code in the tree (grown on these items); a user's comes from
+    their `events` before `as_of` (by embedding without any), as do the items' shares.
 
     Shapes: user_vectors [U, dim] unit norm for `users` [U]; `events` over all users.
     """
@@ -129,7 +131,12 @@ class TokenRecommender(Frozen):
         super().__init__(users)
         mine = events.of_users(users)
         self.bags = engaged_tokens(user_vectors, mine, tree.members, tree, config, as_of)
-        self.index = InvertedIndex(code_bags(tree.members, config.top_k), len(tree.parent))
+        mass = engagement_mass(events, len(tree.members), as_of, config.half_life_days)
+        self.index = InvertedIndex(
+            code_bags(tree.members, config.top_k),
+            len(tree.parent),
+            token_shares(tree.members, mass),
+        )
         self.num_items = len(tree.members)
 
     def score(self, users: Tensor) -> Tensor:

@@ -108,13 +108,15 @@ def save_hierarchy(
 @dataclass(frozen=True)
 class Tokens:
     """Bags per entity type, the entities' keys in node order, which type plays which role
-    ("user", "item", "advertiser"), and the embeddings and hierarchy the bags came from."""
+    ("user", "item", "advertiser"), the embeddings and hierarchy the bags came from, and each
+    item's engagement mass (`prior.engagement_mass`; None in files written before it)."""
 
     bags: dict[str, TokenBags]
     keys: dict[str, list[str]]
     roles: dict[str, str]
     embeddings: Path
     hierarchy: Path
+    item_mass: Tensor | None = None
 
     def vectors(self) -> dict[str, Tensor]:
         """The entity embeddings (node type -> [N, dim]) from the file `embed_entities` wrote;
@@ -145,6 +147,7 @@ def load_tokens(path: Path) -> Tokens:
         payload["roles"],
         (path.parent / payload["embeddings"]).resolve(),
         (path.parent / payload["hierarchy"]).resolve(),
+        payload.get("item_mass"),
     )
 
 
@@ -161,6 +164,7 @@ def save_tokens(
             "roles": tokens.roles,
             "embeddings": os.path.relpath(tokens.embeddings, folder),
             "hierarchy": os.path.relpath(tokens.hierarchy, folder),
+            "item_mass": tokens.item_mass,
         },
         path,
     )

@@ -24,6 +24,7 @@ from hier_pipeline.interests.events import funnel_events, item_owners, no_events
 from hier_pipeline.interests.hierarchy import HierarchyConfig, build_hierarchy
 from hier_pipeline.interests.labels import common_values, distinctive_words, nearest_members
 from hier_pipeline.interests.matching import ServingTree
+from hier_pipeline.interests.prior import engagement_mass
 from hier_pipeline.interests.quality import level_agreement
 from hier_pipeline.interests.supergraph import build_supergraph, supergraph_stats
 from hier_pipeline.interests.tokens import TokenConfig
@@ -112,5 +113,6 @@ def build_interest_tokens(
     )
     if spec.roles.advertiser is not None:
         roles["advertiser"] = spec.roles.advertiser
-    tokens = Tokens(bags, keys, roles, embeddings.path, hierarchy.path)
+    mass = engagement_mass(events, len(item_keys), as_of, config.half_life_days)
+    tokens = Tokens(bags, keys, roles, embeddings.path, hierarchy.path, mass)
     return save_tokens(tokens, vocabulary, folder, usage_stats(tree, bags))

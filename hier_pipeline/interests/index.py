@@ -26,6 +26,7 @@ from hier_pipeline.interests.artifact import (
     load_tokens,
 )
 from hier_pipeline.interests.hierarchy import InterestHierarchy
+from hier_pipeline.interests.prior import token_shares
 from hier_pipeline.interests.tokens import LEVEL_WEIGHT, InvertedIndex
 
 Role = Literal["user", "item", "advertiser"]
@@ -69,7 +70,7 @@ class SharedInterest:
 class Explanation:
     """Why an item suits a user: the embedding score (cosine) and the tokens both bags hold;
     token_score is the token-retrieval score, the sum over them of LEVEL_WEIGHT**level x both
-    weights."""
+    weights x the item's share of the token's engagement (`prior.py`)."""
 
     user: str
     item: str
@@ -97,8 +98,13 @@ class InterestIndex:
         self._levels = hierarchy.level_of().tolist()
         self._rows = {t: {key: i for i, key in enumerate(keys)} for t, keys in self.keys.items()}
         self._tokens = {token: i for i, token in enumerate(hierarchy.token_ids)}
+        self._prior = self._item_prior(tokens.item_mass)
         self._postings = {  # what can be retrieved by tokens
-            self.roles[role]: InvertedIndex(self.bags[self.roles[role]], len(hierarchy.parent))
+            self.roles[role]: InvertedIndex(
+                self.bags[self.roles[role]],
+                len(hierarchy.parent),
+                self._prior if role == "item" else None,
+            )
             for role in ("item", "advertiser")
             if role in self.roles
         }
@@ -114,6 +120,14 @@ class InterestIndex:
             raise ValueError(f"{folder}: the vocabulary does not match the hierarchy")
         batches = load_batch_tokens(folder, tokens.hierarchy)
         return cls(tokens, hierarchy, vocabulary["label"].tolist(), batches)
+
+    def _item_prior(self, mass: Tensor | None) -> Tensor | None:
+        """P(item | token) per level (`prior.token_shares`) over the stage's items and the
+        batches' new ones (no events yet: mass 0); None where the tokens file has no masses."""
+        if mass is None:
+            return None
+        codes = self.bags[self.roles["item"]].path
+        return token_shares(codes, torch.cat([mass, mass.new_zeros(len(codes) - len(mass))]))
 
     def top_items(self, user_id: object, k: int = 10, by: By = "embedding") -> list[Match]:
         """The user's best items, by embedding inner product or by shared tokens."""
@@ -157,7 +171,10 @@ class InterestIndex:
             str(user_id),
             str(item_id),
             float(self.vectors[user_type][user] @ self.vectors[item_type][item]),
-            sum(LEVEL_WEIGHT ** self._levels[t] * mine[t] * theirs[t] for t in common),
+            sum(
+                LEVEL_WEIGHT ** self._levels[t] * mine[t] * theirs[t] * self._share(item, t)
+                for t in common
+            ),
             [
                 SharedInterest(self.hierarchy.token_ids[t], self.labels[t], mine[t], theirs[t])
                 for t in common
@@ -186,6 +203,12 @@ class InterestIndex:
         best = best[torch.sort(scores[best], descending=True, stable=True).indices]
         keys = self.keys[node_type]
         return [Match(keys[i], float(scores[i])) for i in best.tolist() if scores[i] > -torch.inf]
+
+    def _share(self, item: int, token: int) -> float:
+        """The item's share of the token's engagement (1 without masses)."""
+        if self._prior is None:
+            return 1.0
+        return float(self._prior[item, self._levels[token]])
 
     def _weights(self, node_type: str, row: int) -> dict[int, float]:
         bags = self.bags[node_type]

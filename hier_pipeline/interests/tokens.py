@@ -144,11 +144,13 @@ class InvertedIndex:
     targets are targets[rowptr[t]:rowptr[t + 1]]).
 
     A query bag scores each target by the sum over the tokens both hold of
-    LEVEL_WEIGHT**level x query weight x target weight: sharing a fine interest says more than
+    LEVEL_WEIGHT**level x query weight x target weight (x the target's `prior` at that level,
+    where given: `prior.token_shares`, P(item | token)): sharing a fine interest says more than
     sharing a coarse one. Only the postings of the query's few tokens are touched.
+    Shapes: prior [targets, L].
     """
 
-    def __init__(self, bags: TokenBags, num_tokens: int) -> None:
+    def __init__(self, bags: TokenBags, num_tokens: int, prior: Tensor | None = None) -> None:
         n, levels, k = bags.tokens.shape
         valid = bags.tokens >= 0
         token = bags.tokens[valid]
@@ -156,7 +158,8 @@ class InvertedIndex:
         self.rowptr = torch.zeros(num_tokens + 1, dtype=torch.long)
         torch.cumsum(torch.bincount(token, minlength=num_tokens), dim=0, out=self.rowptr[1:])
         self.targets = torch.arange(n)[:, None, None].expand(n, levels, k)[valid][order]
-        self.weights = bags.weights[valid][order]
+        weights = bags.weights if prior is None else bags.weights * prior[:, :, None]
+        self.weights = weights[valid][order]
         self.num_targets = n
 
     def scores(self, tokens: Tensor, weights: Tensor) -> Tensor:

@@ -57,22 +57,28 @@ def test_short_levels_are_padded_with_no_token_and_zero_weight() -> None:
 def test_the_inverted_index_scores_shared_tokens_finer_levels_first() -> None:
     x, tree = _tree()
     bags = assign_tokens(x, tree, TokenConfig(top_k=2))
-    index = InvertedIndex(bags, len(tree.parent))
     query = 5
-    scores = index.scores(bags.tokens[query], bags.weights[query])
     level_of = tree.level_of()
+    prior = torch.rand(len(x), 3, generator=torch.Generator().manual_seed(0))
 
     def held(row: int) -> dict[int, float]:
         tokens, weights = bags.tokens[row].flatten(), bags.weights[row].flatten()
         return {t: w for t, w in zip(tokens.tolist(), weights.tolist(), strict=True) if t >= 0}
 
     mine = held(query)
-    for target in range(len(x)):
-        theirs = held(target)
-        expected = sum(
-            LEVEL_WEIGHT ** int(level_of[t]) * mine[t] * theirs[t] for t in mine.keys() & theirs
-        )
-        assert float(scores[target]) == pytest.approx(expected, rel=1e-5)
+    for each in (None, prior):  # the target's prior at a level multiplies that level's term
+        index = InvertedIndex(bags, len(tree.parent), each)
+        scores = index.scores(bags.tokens[query], bags.weights[query])
+        for target in range(len(x)):
+            theirs = held(target)
+            expected = sum(
+                LEVEL_WEIGHT ** int(level_of[t])
+                * mine[t]
+                * theirs[t]
+                * (1.0 if each is None else float(each[target, level_of[t]]))
+                for t in mine.keys() & theirs
+            )
+            assert float(scores[target]) == pytest.approx(expected, rel=1e-5)
 
 
 def test_tokens_and_vocabulary_are_deterministic_per_seed(
