@@ -112,9 +112,11 @@ class RankedRecommender(Frozen):
 
 class TokenRecommender(Frozen):
     """score(u, i) = the weighted tokens u's and i's Bag-of-Meaning share (`InvertedIndex`), each
-    times the item's share of its token's engagement (`prior.py`): retrieval by interest tokens
-    alone. An item's bag is its code in the tree (grown on these items); a user's comes from
-    their `events` before `as_of` (by embedding without any), as do the items' shares.
+    times the item's share of its token's engagement (`prior.py`; with `item_shares`): retrieval
+    by interest tokens alone. An item's bag is its code in the tree (grown on these items); a
+    user's comes from their `events` before `as_of` (by embedding without any), as do the items'
+    shares. Without `item_shares`, every item of a token scores alike: the overlap the ranker
+    reads next to popularity features of its own (`ours.py`).
 
     Shapes: user_vectors [U, dim] unit norm for `users` [U]; `events` over all users.
     """
@@ -127,16 +129,16 @@ class TokenRecommender(Frozen):
         config: TokenConfig,
         events: FunnelEvents,
         as_of: int,
+        item_shares: bool = True,
     ) -> None:
         super().__init__(users)
         mine = events.of_users(users)
         self.bags = engaged_tokens(user_vectors, mine, tree.members, tree, config, as_of)
-        mass = engagement_mass(events, len(tree.members), as_of, config.half_life_days)
-        self.index = InvertedIndex(
-            code_bags(tree.members, config.top_k),
-            len(tree.parent),
-            token_shares(tree.members, mass),
-        )
+        prior = None
+        if item_shares:
+            mass = engagement_mass(events, len(tree.members), as_of, config.half_life_days)
+            prior = token_shares(tree.members, mass)
+        self.index = InvertedIndex(code_bags(tree.members, config.top_k), len(tree.parent), prior)
         self.num_items = len(tree.members)
 
     def score(self, users: Tensor) -> Tensor:

@@ -169,7 +169,9 @@ class OurModels:
             self._events[as_of] = funnel_events(self.graph, before=as_of)
         return self._events[as_of]
 
-    def tokens(self, name: str, users: Tensor, as_of: int) -> TokenRecommender:
+    def tokens(
+        self, name: str, users: Tensor, as_of: int, item_shares: bool = True
+    ) -> TokenRecommender:
         assert self.hierarchy is not None
         return TokenRecommender(
             users,
@@ -178,6 +180,7 @@ class OurModels:
             self.hierarchy.tokens,
             self.events(as_of),
             as_of,
+            item_shares,
         )
 
     @cached_property
@@ -226,7 +229,11 @@ class OurModels:
         if EMBEDDING in kinds:
             signals[EMBEDDING] = InnerProduct(*self.vectors(name, users, as_of))
         if TOKEN_OVERLAP in kinds and self.hierarchy is not None:
-            overlap = self.tokens(name, users, as_of)
+            # The plain overlap: the trees read popularity from the counts, and with the items'
+            # shares of their tokens here too, new items fell below the old ones of the user's
+            # tokens in this signal's top list, the candidates it brings (measured:
+            # docs/interests.md, 2026-12-07, session 33).
+            overlap = self.tokens(name, users, as_of, item_shares=False)
             signals[TOKEN_OVERLAP] = lambda rows: overlap.score(users[rows])
         if TOKEN_SHARES in kinds and self.hierarchy is not None:
             shares = level_shares(

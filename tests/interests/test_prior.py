@@ -1,13 +1,17 @@
 """P(item | token) for token retrieval: the engagement mass written out event by event (every
-funnel stage the same total, recent events heavier, nothing after `as_of`), and shares that are a
-distribution over each token's items in which an item without events keeps a place."""
+funnel stage the same total, recent events heavier, nothing after `as_of`), shares that are a
+distribution over each token's items in which an item without events keeps a place, and the
+retrieval that orders a token's items by them where the ranker's plain overlap ties them."""
 
 from __future__ import annotations
 
 import torch
 
+from hier_pipeline.evaluation.interest_recommender import TokenRecommender
+from hier_pipeline.interests import HierarchyConfig, TokenConfig, build_hierarchy
 from hier_pipeline.interests.events import FunnelEvents
 from hier_pipeline.interests.prior import engagement_mass, token_shares
+from tests.interests.planted import planted_vectors
 
 DAY = 86_400
 
@@ -66,3 +70,32 @@ def test_shares_are_a_distribution_over_each_tokens_items() -> None:
     uniform = token_shares(codes, torch.zeros(50, dtype=torch.float64))  # no events at all
     sizes = torch.bincount(codes[:, 1], minlength=10).float()
     assert torch.allclose(uniform[:, 1], 1 / sizes[codes[:, 1]])
+
+
+def test_token_retrieval_orders_a_tokens_items_by_engagement_and_the_plain_overlap_ties_them() -> (
+    None
+):
+    x, _ = planted_vectors()
+    tree = build_hierarchy(x, HierarchyConfig(sizes=(3, 6, 12)))
+    generator = torch.Generator().manual_seed(2)
+    events = FunnelEvents(
+        users=torch.randint(0, 6, (120,), generator=generator),
+        items=torch.randint(0, len(x), (120,), generator=generator),
+        stage=torch.randint(0, 3, (120,), generator=generator),
+        time=torch.randint(0, 30 * DAY, (120,), generator=generator),
+    )
+    users, as_of, config = torch.arange(6), 25 * DAY, TokenConfig()
+    vectors = x[: len(users)]
+    shared = TokenRecommender(users, vectors, tree, config, events, as_of).score(users)
+    plain = TokenRecommender(users, vectors, tree, config, events, as_of, item_shares=False)
+    overlap = plain.score(users)
+    mass = engagement_mass(events, len(x), as_of, config.half_life_days)
+    smoothed = mass + mass.mean()
+    finest = tree.members[:, -1]
+    siblings = [(a, b) for a in range(len(x)) for b in range(a) if finest[a] == finest[b]]
+    assert siblings
+    for a, b in siblings:  # the same token at every level: the same overlap
+        assert torch.equal(overlap[:, a], overlap[:, b])
+        reached = overlap[:, a] > 0
+        ratio = shared[reached, a] / shared[reached, b]
+        assert torch.allclose(ratio, torch.full_like(ratio, float(smoothed[a] / smoothed[b])))
