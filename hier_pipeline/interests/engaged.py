@@ -34,11 +34,17 @@ from hier_pipeline.interests.tokens import (
 DAY = 86_400
 
 
+def recency(events: FunnelEvents, as_of: int, half_life_days: float) -> Tensor:
+    """2 ** (-age / half-life) per event as of `as_of`. Shapes: -> [E] float64."""
+    age = (as_of - events.time).clamp_min(0).double()
+    return torch.exp2(-age / (half_life_days * DAY))
+
+
 def event_weights(events: FunnelEvents, as_of: int, config: TokenConfig) -> Tensor:
     """stage_base ** stage x 2 ** (-age / half-life) per event. Shapes: -> [E] float64."""
-    age = (as_of - events.time).clamp_min(0).double()
-    half_life = config.half_life_days * DAY
-    return config.stage_base ** events.stage.double() * torch.exp2(-age / half_life)
+    return config.stage_base ** events.stage.double() * recency(
+        events, as_of, config.half_life_days
+    )
 
 
 def engaged_tokens(

@@ -26,9 +26,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from hier_pipeline.interests.engaged import recency
 from hier_pipeline.interests.events import FunnelEvents
-
-DAY = 86_400
 
 
 def engagement_mass(
@@ -36,12 +35,10 @@ def engagement_mass(
 ) -> Tensor:
     """Every item's engagement mass as of `as_of` (module doc); `events.items` index the
     `num_items` items. Shapes: -> [num_items] float64."""
-    kept = events.time < as_of
-    stage, item = events.stage[kept], events.items[kept]
-    per_stage = torch.bincount(stage).double()
-    age = (as_of - events.time[kept]).double()
-    weight = torch.exp2(-age / (half_life_days * DAY)) / per_stage[stage]
-    return torch.zeros(num_items, dtype=torch.float64).index_add_(0, item, weight)
+    kept = events.where(events.time < as_of)
+    per_stage = torch.bincount(kept.stage).double()
+    weight = recency(kept, as_of, half_life_days) / per_stage[kept.stage]
+    return torch.zeros(num_items, dtype=torch.float64).index_add_(0, kept.items, weight)
 
 
 def token_shares(codes: Tensor, mass: Tensor) -> Tensor:
